@@ -1,0 +1,1 @@
+// Module under construction; replaced as it lands.
