@@ -34,7 +34,12 @@ do {
     case .file(let path): say("outbox-engine token: \(path)")
     case .environment: say("outbox-engine token: OUTBOX_ENGINE_TOKEN")
     }
-    engine = try EngineServer(options.configuration(token: token))
+    var configuration = options.configuration(token: token)
+    // Testing only: hold each new turn in its commit window so a test can observe 409.
+    if let ms = environment["OUTBOX_ENGINE_TEST_COMMIT_DELAY_MS"].flatMap(Int.init) {
+        configuration.commitDelayForTesting = .milliseconds(ms)
+    }
+    engine = try EngineServer(configuration)
     port = try engine.start()
 } catch {
     say("outbox-engine: cannot start: \(error)", error: true)
