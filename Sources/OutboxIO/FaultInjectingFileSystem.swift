@@ -49,7 +49,7 @@ public final class FaultInjectingFileSystem: FileSystem {
     public func count(_ op: FileOperation) -> Int { state.withLock { $0.counts[op] ?? 0 } }
     public var callLog: [String] { state.withLock { $0.log } }
 
-    private func check(_ op: FileOperation, _ path: String) throws(IOError) -> Fault? {
+    private func check(_ op: FileOperation, _ path: String) throws -> Fault? {
         let fault: Fault? = state.withLock { s in
             s.counts[op, default: 0] += 1
             s.log.append("\(op.rawValue) \(path)")
@@ -62,14 +62,14 @@ public final class FaultInjectingFileSystem: FileSystem {
         }
     }
 
-    public func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws(IOError) -> FileDescriptor {
+    public func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws -> FileDescriptor {
         _ = try check(.open, path); return try base.open(path, options, mode: mode)
     }
-    public func close(_ fd: FileDescriptor) throws(IOError) {
+    public func close(_ fd: FileDescriptor) throws {
         do { _ = try check(.close, fd.path) } catch { try? base.close(fd); throw error }
         try base.close(fd)
     }
-    public func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> Int {
+    public func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws -> Int {
         let failNow = state.withLock { s -> Bool in
             defer { s.pendingShortWriteFailure = false }
             return s.pendingShortWriteFailure
@@ -83,27 +83,27 @@ public final class FaultInjectingFileSystem: FileSystem {
         }
         return try base.write(fd, bytes)
     }
-    public func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(IOError) -> Int {
+    public func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         _ = try check(.read, fd.path); return try base.read(fd, into: buffer, at: offset)
     }
-    public func fdatasync(_ fd: FileDescriptor) throws(IOError) { _ = try check(.fdatasync, fd.path); try base.fdatasync(fd) }
-    public func fsync(_ fd: FileDescriptor) throws(IOError) { _ = try check(.fsync, fd.path); try base.fsync(fd) }
-    public func truncate(_ fd: FileDescriptor, to length: Int64) throws(IOError) {
+    public func fdatasync(_ fd: FileDescriptor) throws { _ = try check(.fdatasync, fd.path); try base.fdatasync(fd) }
+    public func fsync(_ fd: FileDescriptor) throws { _ = try check(.fsync, fd.path); try base.fsync(fd) }
+    public func truncate(_ fd: FileDescriptor, to length: Int64) throws {
         _ = try check(.truncate, fd.path); try base.truncate(fd, to: length)
     }
-    public func seekToEnd(_ fd: FileDescriptor) throws(IOError) -> Int64 { _ = try check(.seek, fd.path); return try base.seekToEnd(fd) }
-    public func status(_ fd: FileDescriptor) throws(IOError) -> FileStatus { _ = try check(.status, fd.path); return try base.status(fd) }
-    public func linkStatus(_ path: String) throws(IOError) -> FileStatus? { _ = try check(.linkStatus, path); return try base.linkStatus(path) }
-    public func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws(IOError) -> Bool {
+    public func seekToEnd(_ fd: FileDescriptor) throws -> Int64 { _ = try check(.seek, fd.path); return try base.seekToEnd(fd) }
+    public func status(_ fd: FileDescriptor) throws -> FileStatus { _ = try check(.status, fd.path); return try base.status(fd) }
+    public func linkStatus(_ path: String) throws -> FileStatus? { _ = try check(.linkStatus, path); return try base.linkStatus(path) }
+    public func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws -> Bool {
         _ = try check(.lock, fd.path); return try base.lock(fd, kind, wait: wait)
     }
-    public func unlock(_ fd: FileDescriptor) throws(IOError) { _ = try check(.unlock, fd.path); try base.unlock(fd) }
-    public func rename(_ from: String, _ to: String) throws(IOError) { _ = try check(.rename, to); try base.rename(from, to) }
-    public func link(_ from: String, _ to: String) throws(IOError) { _ = try check(.link, to); try base.link(from, to) }
-    public func unlink(_ path: String) throws(IOError) { _ = try check(.unlink, path); try base.unlink(path) }
-    public func makeDirectory(_ path: String, mode: UInt32) throws(IOError) { _ = try check(.makeDirectory, path); try base.makeDirectory(path, mode: mode) }
-    public func removeDirectory(_ path: String) throws(IOError) { _ = try check(.removeDirectory, path); try base.removeDirectory(path) }
-    public func listDirectory(_ path: String) throws(IOError) -> [String] { _ = try check(.listDirectory, path); return try base.listDirectory(path) }
-    public func syncDirectory(_ path: String) throws(IOError) { _ = try check(.syncDirectory, path); try base.syncDirectory(path) }
-    public func setMode(_ path: String, _ mode: UInt32) throws(IOError) { _ = try check(.setMode, path); try base.setMode(path, mode) }
+    public func unlock(_ fd: FileDescriptor) throws { _ = try check(.unlock, fd.path); try base.unlock(fd) }
+    public func rename(_ from: String, _ to: String) throws { _ = try check(.rename, to); try base.rename(from, to) }
+    public func link(_ from: String, _ to: String) throws { _ = try check(.link, to); try base.link(from, to) }
+    public func unlink(_ path: String) throws { _ = try check(.unlink, path); try base.unlink(path) }
+    public func makeDirectory(_ path: String, mode: UInt32) throws { _ = try check(.makeDirectory, path); try base.makeDirectory(path, mode: mode) }
+    public func removeDirectory(_ path: String) throws { _ = try check(.removeDirectory, path); try base.removeDirectory(path) }
+    public func listDirectory(_ path: String) throws -> [String] { _ = try check(.listDirectory, path); return try base.listDirectory(path) }
+    public func syncDirectory(_ path: String) throws { _ = try check(.syncDirectory, path); try base.syncDirectory(path) }
+    public func setMode(_ path: String, _ mode: UInt32) throws { _ = try check(.setMode, path); try base.setMode(path, mode) }
 }

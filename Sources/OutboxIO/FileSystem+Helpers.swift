@@ -2,7 +2,7 @@
 extension FileSystem {
     /// Writes every byte or throws. A short write that makes no progress is reported as EIO-like
     /// `IOError` with the number of bytes that did land, so the caller can truncate them away.
-    public func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8]) throws(WriteError) {
+    public func writeAll(_ fd: FileDescriptor, _ bytes: [UInt8]) throws {
         var done = 0
         while done < bytes.count {
             let n: Int
@@ -57,7 +57,7 @@ extension FileSystem {
         let tmp = path + ".tmp-\(processID())"
         let fd = try open(tmp, [.write, .create, .truncate, .noFollow], mode: mode)
         do {
-            do { try writeAll(fd, bytes) } catch { throw error.error }
+            do { try writeAll(fd, bytes) } catch let w as WriteError { throw w.error }
             try fsync(fd)
             try close(fd)
         } catch {

@@ -41,28 +41,28 @@ public enum LockKind: Sendable { case shared, exclusive }
 /// (`FaultInjectingFileSystem`) to inject ENOSPC, EIO, short writes and crashes at sync points.
 /// Implementations retry EINTR and throw `IOError` for every other failure.
 public protocol FileSystem: Sendable {
-    func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws(IOError) -> FileDescriptor
-    func close(_ fd: FileDescriptor) throws(IOError)
+    func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws -> FileDescriptor
+    func close(_ fd: FileDescriptor) throws
     /// One write(2) call at the current offset: may be short.
-    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> Int
+    func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws -> Int
     /// One pread(2) call: may return fewer bytes; 0 at end of file.
-    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(IOError) -> Int
-    func fdatasync(_ fd: FileDescriptor) throws(IOError)
-    func fsync(_ fd: FileDescriptor) throws(IOError)
-    func truncate(_ fd: FileDescriptor, to length: Int64) throws(IOError)
-    func seekToEnd(_ fd: FileDescriptor) throws(IOError) -> Int64
-    func status(_ fd: FileDescriptor) throws(IOError) -> FileStatus
+    func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int
+    func fdatasync(_ fd: FileDescriptor) throws
+    func fsync(_ fd: FileDescriptor) throws
+    func truncate(_ fd: FileDescriptor, to length: Int64) throws
+    func seekToEnd(_ fd: FileDescriptor) throws -> Int64
+    func status(_ fd: FileDescriptor) throws -> FileStatus
     /// lstat(2): nil when the path does not exist.
-    func linkStatus(_ path: String) throws(IOError) -> FileStatus?
+    func linkStatus(_ path: String) throws -> FileStatus?
     /// flock(2). Returns false when `wait` is false and another holder has it.
-    func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws(IOError) -> Bool
-    func unlock(_ fd: FileDescriptor) throws(IOError)
-    func rename(_ from: String, _ to: String) throws(IOError)
-    func link(_ from: String, _ to: String) throws(IOError)
-    func unlink(_ path: String) throws(IOError)
-    func makeDirectory(_ path: String, mode: UInt32) throws(IOError)
-    func removeDirectory(_ path: String) throws(IOError)
-    func listDirectory(_ path: String) throws(IOError) -> [String]
-    func syncDirectory(_ path: String) throws(IOError)
-    func setMode(_ path: String, _ mode: UInt32) throws(IOError)
+    func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws -> Bool
+    func unlock(_ fd: FileDescriptor) throws
+    func rename(_ from: String, _ to: String) throws
+    func link(_ from: String, _ to: String) throws
+    func unlink(_ path: String) throws
+    func makeDirectory(_ path: String, mode: UInt32) throws
+    func removeDirectory(_ path: String) throws
+    func listDirectory(_ path: String) throws -> [String]
+    func syncDirectory(_ path: String) throws
+    func setMode(_ path: String, _ mode: UInt32) throws
 }

@@ -6,7 +6,7 @@ import Darwin
 
 /// Retries a call while it fails with EINTR; any other failure becomes an `IOError`.
 @inline(__always)
-func retryingInterrupts<T: BinaryInteger>(_ operation: String, _ path: String, _ call: () -> T) throws(IOError) -> T {
+func retryingInterrupts<T: BinaryInteger>(_ operation: String, _ path: String, _ call: () -> T) throws -> T {
     while true {
         let result = call()
         if result != -1 { return result }
@@ -20,7 +20,7 @@ func retryingInterrupts<T: BinaryInteger>(_ operation: String, _ path: String, _
 public struct PosixFileSystem: FileSystem {
     public init() {}
 
-    public func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws(IOError) -> FileDescriptor {
+    public func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws -> FileDescriptor {
         var flags: Int32 = O_CLOEXEC
         if options.contains(.read) && options.contains(.write) { flags |= O_RDWR }
         else if options.contains(.write) { flags |= O_WRONLY }
@@ -35,7 +35,7 @@ public struct PosixFileSystem: FileSystem {
         return FileDescriptor(raw: raw, path: path)
     }
 
-    public func close(_ fd: FileDescriptor) throws(IOError) {
+    public func close(_ fd: FileDescriptor) throws {
         // close(2) must not be retried on EINTR on Linux: the descriptor is already gone.
         if Glibc.close(fd.raw) == -1 {
             let code = Errno.current
@@ -43,39 +43,39 @@ public struct PosixFileSystem: FileSystem {
         }
     }
 
-    public func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws(IOError) -> Int {
+    public func write(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer) throws -> Int {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
         return try retryingInterrupts("write", fd.path) { Glibc.write(fd.raw, base, bytes.count) }
     }
 
-    public func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(IOError) -> Int {
+    public func read(_ fd: FileDescriptor, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         return try retryingInterrupts("read", fd.path) { pread(fd.raw, base, buffer.count, off_t(offset)) }
     }
 
-    public func fdatasync(_ fd: FileDescriptor) throws(IOError) {
+    public func fdatasync(_ fd: FileDescriptor) throws {
         _ = try retryingInterrupts("fdatasync", fd.path) { Glibc.fdatasync(fd.raw) }
     }
 
-    public func fsync(_ fd: FileDescriptor) throws(IOError) {
+    public func fsync(_ fd: FileDescriptor) throws {
         _ = try retryingInterrupts("fsync", fd.path) { Glibc.fsync(fd.raw) }
     }
 
-    public func truncate(_ fd: FileDescriptor, to length: Int64) throws(IOError) {
+    public func truncate(_ fd: FileDescriptor, to length: Int64) throws {
         _ = try retryingInterrupts("ftruncate", fd.path) { ftruncate(fd.raw, off_t(length)) }
     }
 
-    public func seekToEnd(_ fd: FileDescriptor) throws(IOError) -> Int64 {
+    public func seekToEnd(_ fd: FileDescriptor) throws -> Int64 {
         Int64(try retryingInterrupts("lseek", fd.path) { lseek(fd.raw, 0, SEEK_END) })
     }
 
-    public func status(_ fd: FileDescriptor) throws(IOError) -> FileStatus {
+    public func status(_ fd: FileDescriptor) throws -> FileStatus {
         var st = stat()
         _ = try retryingInterrupts("fstat", fd.path) { fstat(fd.raw, &st) }
         return FileStatus(st)
     }
 
-    public func linkStatus(_ path: String) throws(IOError) -> FileStatus? {
+    public func linkStatus(_ path: String) throws -> FileStatus? {
         var st = stat()
         while lstat(path, &st) == -1 {
             let code = Errno.current
@@ -86,7 +86,7 @@ public struct PosixFileSystem: FileSystem {
         return FileStatus(st)
     }
 
-    public func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws(IOError) -> Bool {
+    public func lock(_ fd: FileDescriptor, _ kind: LockKind, wait: Bool) throws -> Bool {
         var op: Int32 = kind == .shared ? LOCK_SH : LOCK_EX
         if !wait { op |= LOCK_NB }
         while flock(fd.raw, op) == -1 {
@@ -98,31 +98,31 @@ public struct PosixFileSystem: FileSystem {
         return true
     }
 
-    public func unlock(_ fd: FileDescriptor) throws(IOError) {
+    public func unlock(_ fd: FileDescriptor) throws {
         _ = try retryingInterrupts("flock(LOCK_UN)", fd.path) { flock(fd.raw, LOCK_UN) }
     }
 
-    public func rename(_ from: String, _ to: String) throws(IOError) {
+    public func rename(_ from: String, _ to: String) throws {
         _ = try retryingInterrupts("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
     }
 
-    public func link(_ from: String, _ to: String) throws(IOError) {
+    public func link(_ from: String, _ to: String) throws {
         _ = try retryingInterrupts("link", "\(from) -> \(to)") { Glibc.link(from, to) }
     }
 
-    public func unlink(_ path: String) throws(IOError) {
+    public func unlink(_ path: String) throws {
         _ = try retryingInterrupts("unlink", path) { Glibc.unlink(path) }
     }
 
-    public func makeDirectory(_ path: String, mode: UInt32) throws(IOError) {
+    public func makeDirectory(_ path: String, mode: UInt32) throws {
         _ = try retryingInterrupts("mkdir", path) { mkdir(path, mode_t(mode)) }
     }
 
-    public func removeDirectory(_ path: String) throws(IOError) {
+    public func removeDirectory(_ path: String) throws {
         _ = try retryingInterrupts("rmdir", path) { rmdir(path) }
     }
 
-    public func listDirectory(_ path: String) throws(IOError) -> [String] {
+    public func listDirectory(_ path: String) throws -> [String] {
         guard let dir = opendir(path) else { throw IOError(Errno.current, "opendir", path) }
         defer { closedir(dir) }
         var names: [String] = []
@@ -135,13 +135,13 @@ public struct PosixFileSystem: FileSystem {
         return names.sorted()
     }
 
-    public func syncDirectory(_ path: String) throws(IOError) {
+    public func syncDirectory(_ path: String) throws {
         let fd = try open(path, [.read, .directory], mode: 0)
         defer { try? close(fd) }
         try fsync(fd)
     }
 
-    public func setMode(_ path: String, _ mode: UInt32) throws(IOError) {
+    public func setMode(_ path: String, _ mode: UInt32) throws {
         _ = try retryingInterrupts("chmod", path) { chmod(path, mode_t(mode)) }
     }
 }
