@@ -1,4 +1,7 @@
 import EngineProtocol
+import enum OutboxFormat.JSONValue
+import struct OutboxFormat.JSONObject
+import struct OutboxFormat.LogEntry
 
 // The engine's pure core: records ↔ values, the fold of the journal into state, and the decisions
 // each request needs. No I/O here; EngineStore is the shell that makes decisions durable.
@@ -14,7 +17,8 @@ struct StoredTurn: Sendable, Equatable {
     }
 }
 
-/// Journal record types and their fields (docs/PROTOCOL.md, "Engine state").
+/// Journal record types and their fields (docs/PROTOCOL.md, "Engine state"). Fields sit beside
+/// the line's own `v`, `seq`, `type`, `at` and `crc`, so none of those names is used here.
 enum EngineRecord {
     static let conversation = "engine.conversation"
     static let turn = "engine.turn"
@@ -40,7 +44,7 @@ enum EngineRecord {
     }
 
     static func fields(requestId: String, _ r: Reply) -> JSONObject {
-        var pairs: [(String, JSONValue)] = [("requestId", .string(requestId)), ("responder", .string(r.responder)), ("at", .string(r.at))]
+        var pairs: [(String, JSONValue)] = [("requestId", .string(requestId)), ("responder", .string(r.responder)), ("repliedAt", .string(r.at))]
         if let text = r.text { pairs.append(("text", .string(text))) }
         if let error = r.error { pairs.append(("error", .string(error))) }
         return JSONObject(pairs)
@@ -98,7 +102,7 @@ struct EngineState: Sendable {
             turns[t.post.requestId] = t
         case EngineRecord.reply:
             replies[try str("requestId")] = Reply(text: optStr("text"), error: optStr("error"),
-                                                   responder: try str("responder"), at: try str("at"))
+                                                   responder: try str("responder"), at: try str("repliedAt"))
         case EngineRecord.blob:
             guard case .int(let size)? = f["size"] else { throw EngineRecordError(seq: seq, type: type, field: "size") }
             blobs[try str("sha256")] = size

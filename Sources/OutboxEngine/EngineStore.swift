@@ -2,6 +2,13 @@ import Foundation
 import Synchronization
 import EngineProtocol
 import OutboxIO
+import enum OutboxFormat.JSONValue
+import struct OutboxFormat.JSONObject
+import struct OutboxFormat.LogEntry
+import struct OutboxFormat.SHA256
+import class OutboxStore.Journal
+import struct OutboxStore.BlobStore
+import enum OutboxStore.StoreError
 
 /// A refusal with its HTTP status, stable code and a sentence saying what, where and why.
 public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -25,6 +32,7 @@ final class EngineStore: @unchecked Sendable {
     let blobDirectory: String
     private let fs: any FileSystem
     private let journal: Journal
+    private let blobs: BlobStore
     private let commitDelay: Duration
     private let inner: Mutex<Inner>
     private let replyArrived = NSCondition()
@@ -52,10 +60,8 @@ final class EngineStore: @unchecked Sendable {
             try fileSystem.makeDirectory(dataDirectory, mode: 0o700)
             try fileSystem.syncDirectory(parentDirectory(of: dataDirectory))
         }
-        if !fileSystem.exists(blobDirectory) {
-            try fileSystem.makeDirectory(blobDirectory, mode: 0o700)
-            try fileSystem.syncDirectory(dataDirectory)
-        }
+        self.blobs = BlobStore(directory: blobDirectory, fileSystem: fileSystem)
+        try blobs.ensureDirectory()
         let (journal, entries) = try Journal.open(path: dataDirectory + "/journal.jsonl", fileSystem: fileSystem)
         self.journal = journal
         var state = EngineState()
@@ -182,11 +188,15 @@ final class EngineStore: @unchecked Sendable {
             throw EngineError(400, ErrorCode.blobHashMismatch, "the \(bytes.count) bytes sent hash to \(actual), not \(sha256)")
         }
         if hasBlob(sha256) != nil { return false }
-        let path = blobDirectory + "/" + sha256
         do {
-            try fs.writeFileDurably(path, bytes, mode: 0o600)
+            let stored = try blobs.put(.bytes(bytes))
+            guard stored.sha256 == sha256 else {
+                throw EngineError(500, ErrorCode.internalError, "blob store hashed \(bytes.count) bytes to \(stored.sha256), expected \(sha256)")
+            }
+        } catch let e as EngineError {
+            throw e
         } catch {
-            throw EngineError(503, ErrorCode.storageFailed, "could not store blob \(sha256) at \(path): \(error)")
+            throw EngineError(503, ErrorCode.storageFailed, "could not store blob \(sha256) in \(blobDirectory): \(error)")
         }
         let entry = try commit(EngineRecord.blob, EngineRecord.fields(blob: sha256, size: Int64(bytes.count)))
         try inner.withLock { (i) throws(EngineError) in try apply(&i.state, entry) }
@@ -197,12 +207,17 @@ final class EngineStore: @unchecked Sendable {
 
     private func commit(_ type: String, _ fields: JSONObject) throws(EngineError) -> LogEntry {
         do {
-            guard let entry = try journal.append([(type: type, fields: fields)]).first else {
+            guard let entry = try journal.append([Journal.NewRecord(type: type, fields: fields)]).first else {
                 throw EngineError(500, ErrorCode.internalError, "journal append of \(type) returned no entry")
             }
             return entry
         } catch let error as EngineError {
             throw error
+        } catch StoreError.invalidInput(let why) {
+            throw EngineError(413, ErrorCode.bodyTooLarge, "\(type) cannot be stored: \(why)")
+        } catch StoreError.sealed(let info) {
+            throw EngineError(503, ErrorCode.storageFailed,
+                              "the engine's journal is sealed and refuses writes (\(info)); nothing was acknowledged")
         } catch {
             throw EngineError(503, ErrorCode.storageFailed,
                               "could not make \(type) durable in \(dataDirectory)/journal.jsonl: \(error); nothing was acknowledged")

@@ -60,7 +60,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds, starts the accept thread and returns the bound port (useful with port 0).
-    public func start() throws(IOError) -> UInt16 {
+    public func start() throws -> UInt16 {
         Signals.ignoreBrokenPipe()
         let (listener, port) = try Sockets.listen(host: configuration.host, port: configuration.port)
         state.withLock { $0.listener = listener; $0.acceptLoopRunning = true }

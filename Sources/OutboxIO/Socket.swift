@@ -18,7 +18,7 @@ public struct SocketDescriptor: Sendable, Hashable, CustomStringConvertible {
 /// Sends use MSG_NOSIGNAL, so a closed peer is EPIPE, never SIGPIPE.
 public enum Sockets {
     /// socket + SO_REUSEADDR + bind + listen. Port 0 picks a free port; the result has the real one.
-    public static func listen(host: String, port: UInt16, backlog: Int32 = 128) throws(IOError) -> (SocketDescriptor, UInt16) {
+    public static func listen(host: String, port: UInt16, backlog: Int32 = 128) throws -> (SocketDescriptor, UInt16) {
         let where_ = "\(host):\(port)"
         var addr = try ipv4Address(host: host, port: port)
         let fd = try retryingInterrupts("socket", where_) { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
@@ -40,7 +40,7 @@ public enum Sockets {
     }
 
     /// accept + FD_CLOEXEC + TCP_NODELAY. Blocks; call after `waitReadable` says the listener is ready.
-    public static func accept(_ listener: SocketDescriptor) throws(IOError) -> SocketDescriptor {
+    public static func accept(_ listener: SocketDescriptor) throws -> SocketDescriptor {
         var peer = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let fd = try retryingInterrupts("accept", listener.address) {
@@ -55,7 +55,7 @@ public enum Sockets {
     }
 
     /// A blocking connect to host:port, with TCP_NODELAY.
-    public static func connect(host: String, port: UInt16) throws(IOError) -> SocketDescriptor {
+    public static func connect(host: String, port: UInt16) throws -> SocketDescriptor {
         let where_ = "\(host):\(port)"
         var addr = try ipv4Address(host: host, port: port)
         let fd = try retryingInterrupts("socket", where_) { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
@@ -85,24 +85,24 @@ public enum Sockets {
 
     /// Waits until the socket has bytes (or EOF, or an error) to read. False on timeout.
     /// A negative timeout waits forever.
-    public static func waitReadable(_ sock: SocketDescriptor, timeoutMilliseconds: Int32) throws(IOError) -> Bool {
+    public static func waitReadable(_ sock: SocketDescriptor, timeoutMilliseconds: Int32) throws -> Bool {
         var pfd = pollfd(fd: sock.raw, events: Int16(POLLIN), revents: 0)
         let n = try retryingInterrupts("poll", sock.address) { poll(&pfd, 1, timeoutMilliseconds) }
         return n > 0
     }
 
     /// One recv(2). Returns 0 at end of stream.
-    public static func receive(_ sock: SocketDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws(IOError) -> Int {
+    public static func receive(_ sock: SocketDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         return try retryingInterrupts("recv", sock.address) { recv(sock.raw, base, buffer.count, 0) }
     }
 
     /// Convenience: receives up to `maxBytes` into a new array (empty at end of stream).
-    public static func receive(_ sock: SocketDescriptor, maxBytes: Int) throws(IOError) -> [UInt8] {
+    public static func receive(_ sock: SocketDescriptor, maxBytes: Int) throws -> [UInt8] {
         var out = [UInt8](repeating: 0, count: maxBytes)
-        var failure: IOError?
+        var failure: (any Error)?
         let n = out.withUnsafeMutableBytes { buf -> Int in
-            do throws(IOError) { return try receive(sock, into: buf) } catch { failure = error; return 0 }
+            do throws { return try receive(sock, into: buf) } catch { failure = error; return 0 }
         }
         if let failure { throw failure }
         out.removeSubrange(n...)
@@ -110,12 +110,12 @@ public enum Sockets {
     }
 
     /// Sends every byte (looping over short sends) with MSG_NOSIGNAL.
-    public static func sendAll(_ sock: SocketDescriptor, _ bytes: [UInt8]) throws(IOError) {
+    public static func sendAll(_ sock: SocketDescriptor, _ bytes: [UInt8]) throws {
         var done = 0
         while done < bytes.count {
-            var failure: IOError?
+            var failure: (any Error)?
             let n = bytes.withUnsafeBytes { buf -> Int in
-                do throws(IOError) {
+                do throws {
                     return try retryingInterrupts("send", sock.address) {
                         send(sock.raw, buf.baseAddress! + done, buf.count - done, Int32(MSG_NOSIGNAL))
                     }
@@ -137,7 +137,7 @@ public enum Sockets {
     }
 
     /// Sets SO_RCVTIMEO and SO_SNDTIMEO: a blocked recv or send fails with EAGAIN after this long.
-    public static func setTimeouts(_ sock: SocketDescriptor, milliseconds: Int) throws(IOError) {
+    public static func setTimeouts(_ sock: SocketDescriptor, milliseconds: Int) throws {
         var tv = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
         for opt in [SO_RCVTIMEO, SO_SNDTIMEO] {
             _ = try retryingInterrupts("setsockopt(SO_RCVTIMEO/SO_SNDTIMEO)", sock.address) {
@@ -146,20 +146,20 @@ public enum Sockets {
         }
     }
 
-    public static func setNoDelay(_ sock: SocketDescriptor) throws(IOError) {
+    public static func setNoDelay(_ sock: SocketDescriptor) throws {
         try setOption(sock, Int32(IPPROTO_TCP), TCP_NODELAY, 1, "setsockopt(TCP_NODELAY)")
     }
 
     // MARK: - Helpers
 
-    private static func setOption(_ sock: SocketDescriptor, _ level: Int32, _ name: Int32, _ value: Int32, _ what: String) throws(IOError) {
+    private static func setOption(_ sock: SocketDescriptor, _ level: Int32, _ name: Int32, _ value: Int32, _ what: String) throws {
         var v = value
         _ = try retryingInterrupts(what, sock.address) {
             setsockopt(sock.raw, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
         }
     }
 
-    private static func localPort(_ sock: SocketDescriptor) throws(IOError) -> UInt16 {
+    private static func localPort(_ sock: SocketDescriptor) throws -> UInt16 {
         var addr = sockaddr_in()
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = try retryingInterrupts("getsockname", sock.address) {
@@ -170,7 +170,7 @@ public enum Sockets {
         return UInt16(bigEndian: addr.sin_port)
     }
 
-    private static func ipv4Address(host: String, port: UInt16) throws(IOError) -> sockaddr_in {
+    private static func ipv4Address(host: String, port: UInt16) throws -> sockaddr_in {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(port).bigEndian
@@ -215,7 +215,7 @@ public enum Signals {
     }
 
     /// Sends a signal to a process (tests use SIGKILL for crash tests).
-    public static func send(_ signal: Int32, to pid: Int32) throws(IOError) {
+    public static func send(_ signal: Int32, to pid: Int32) throws {
         _ = try retryingInterrupts("kill(\(signal))", "pid \(pid)") { Glibc.kill(pid, signal) }
     }
 
