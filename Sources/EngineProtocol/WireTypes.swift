@@ -218,12 +218,16 @@ public enum ErrorCode {
     public static let blobNotFound = "blob_not_found"
     // 405
     public static let methodNotAllowed = "method_not_allowed"
+    // 408 (then the connection closes)
+    public static let requestTimeout = "request_timeout"
     // 409
     public static let idempotencyInProgress = "idempotency_in_progress"
     // 413
     public static let bodyTooLarge = "body_too_large"
     // 415
     public static let unsupportedMediaType = "unsupported_media_type"
+    // 417
+    public static let expectationFailed = "expectation_failed"
     // 422
     public static let idempotencyKeyReused = "idempotency_key_reused"
     public static let conversationConflict = "conversation_conflict"
@@ -232,6 +236,9 @@ public enum ErrorCode {
     public static let blobMissing = "blob_missing"
     // 431
     public static let headersTooLarge = "headers_too_large"
+    // 501 / 505
+    public static let unsupportedTransferEncoding = "unsupported_transfer_encoding"
+    public static let httpVersionNotSupported = "http_version_not_supported"
     // 500 / 503
     public static let internalError = "internal"
     public static let storageFailed = "storage_failed"

@@ -119,7 +119,6 @@ final class EngineStore: @unchecked Sendable {
     /// The idempotent turn append. `created` is returned only after the turn's record is fdatasynced.
     func postTurn(conversationId: String, _ post: TurnPost) throws(EngineError) -> TurnOutcome {
         let decision: EngineState.TurnDecision = try inner.withLock { (i) throws(EngineError) in
-            i.counters.turnPosts += 1
             if i.pendingTurns.contains(post.requestId) {
                 throw EngineError(409, ErrorCode.idempotencyInProgress,
                                   "a request with Idempotency-Key \(post.requestId) is still being processed; ask GET /api/turns/\(post.requestId) or retry")

@@ -107,14 +107,13 @@ struct EngineRoutes: Sendable {
     }
 
     private func postTurn(_ request: HTTPRequest, conversationId: String) throws -> HTTPResponse {
+        store.count { $0.turnPosts += 1 }
         guard let key = request.headers["Idempotency-Key"], !key.isEmpty else {
-            store.count { $0.turnPosts += 1 }
             throw EngineError(400, ErrorCode.idempotencyKeyMissing, "POST a turn with the header Idempotency-Key: <requestId>")
         }
         let post: TurnPost
-        do { post = try decode(TurnPost.self, request) } catch { store.count { $0.turnPosts += 1 }; throw error }
+        post = try decode(TurnPost.self, request)
         guard post.requestId == key else {
-            store.count { $0.turnPosts += 1 }
             throw EngineError(400, ErrorCode.idempotencyKeyMismatch,
                               "Idempotency-Key \(key) differs from the body's requestId \(post.requestId); they must be equal")
         }
