@@ -12,6 +12,7 @@ extension Outbox {
     /// fsynced), then the one line that commits the turn and its files (docs/DURABILITY.md, E1–E5).
     /// Idempotent on the request id: the same id with the same content returns the entry already
     /// held and writes nothing; the same id with other content is an error.
+    @discardableResult
     public func enqueue(_ draft: TurnDraft) throws -> EnqueueResult {
         try Validate.id(draft.requestID, what: "request id")
         try Validate.id(draft.conversationID, what: "conversation id")

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+import OutboxFormat
+import OutboxIO
+@testable import OutboxStore
+
+/// ENOSPC, EIO and short writes injected through the syscall layer: nothing is acknowledged that
+/// is not durable, and the store is intact or sealed, never half-written.
+@Suite struct FaultTests {
+    func open(_ dir: TempDir, _ fs: FaultInjectingFileSystem) throws -> Outbox {
+        let o = try Outbox.open(directory: dir.outbox, fileSystem: fs)
+        try o.send("t0")
+        return o
+    }
+
+    func logIsClean(_ o: Outbox) -> Bool {
+        let scan = LogScanner.scan(fileBytes(o.paths.log))
+        return scan.corruption == nil && scan.tail == .clean
+    }
+
+    @Test(arguments: [Errno.noSpace, Errno.io])
+    func aFailedWriteIsCutBackAndNothingIsAcknowledged(_ code: Errno) throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem()
+        let o = try open(dir, fs)
+        let size = fileBytes(o.paths.log).count
+        fs.setRule { op, path, _ in op == .write && path.hasSuffix("turns.jsonl") ? .fail(code) : nil }
+        do {
+            try o.send("t1")
+            Issue.record("enqueue acknowledged a turn whose write failed")
+        } catch {
+            #expect("\(error)".contains(code.name) && "\(error)".contains("nothing was saved"))
+        }
+        #expect(fileBytes(o.paths.log).count == size && logIsClean(o) && o.sealed == nil)
+        fs.setRule(nil)
+        try o.send("t1")
+        #expect(try Outbox.open(directory: dir.outbox, mode: .readOnly).turn("t1") != nil)
+    }
+
+    @Test(arguments: [1, 37, 150])
+    func aShortWriteIsTruncatedBackToTheLastWholeLine(_ landed: Int) throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem()
+        let o = try open(dir, fs)
+        let before = fileBytes(o.paths.log)
+        fs.setRule { op, path, _ in op == .write && path.hasSuffix("turns.jsonl") ? .shortWrite(landed) : nil }
+        #expect(throws: StoreError.self) { try o.send("t1") }
+        #expect(fileBytes(o.paths.log) == before && o.sealed == nil)
+        fs.setRule(nil)
+        try o.send("t1")
+        #expect(logIsClean(o))
+    }
+
+    @Test func aShortWriteThatCannotBeCutBackSeals() throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem()
+        let o = try open(dir, fs)
+        fs.setRule { op, path, _ in
+            if op == .write && path.hasSuffix("turns.jsonl") { return .shortWrite(20) }
+            if op == .truncate { return .fail(.io) }
+            return nil
+        }
+        #expect(throws: StoreError.self) { try o.send("t1") }
+        #expect(o.sealed != nil)
+        fs.setRule(nil)
+        do { try o.send("t2"); Issue.record("a sealed store accepted a write") } catch let e as StoreError {
+            guard case .sealed = e else { Issue.record("expected sealed, got \(e)"); return }
+        }
+    }
+
+    @Test(arguments: [Errno.io, Errno.noSpace])
+    func aFailedFdatasyncSealsAndIsNeverRetried(_ code: Errno) throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem()
+        let o = try open(dir, fs)
+        fs.setRule { op, path, _ in op == .fdatasync && path.hasSuffix("turns.jsonl") ? .fail(code) : nil }
+        do {
+            try o.send("t1")
+            Issue.record("acknowledged after a failed fdatasync")
+        } catch {
+            #expect("\(error)".contains("sealed"))
+        }
+        fs.setRule(nil)
+        let syncsBefore = fs.count(.fdatasync)
+        #expect(throws: StoreError.self) { try o.send("t2") }
+        #expect(fs.count(.fdatasync) == syncsBefore, "a sealed store must not fsync again and trust it")
+        // The seal survives a restart, names the file and the reason, and reset clears it.
+        let again = try Outbox.open(directory: dir.outbox)
+        let seal = try #require(again.sealed)
+        #expect(seal.path == again.paths.log && seal.reason.contains("fdatasync failed") && seal.reason.contains(code.name))
+        let reset = try Outbox.reset(directory: dir.outbox, force: false)
+        #expect(FileManager.default.fileExists(atPath: reset.asideDirectory + "/turns.jsonl.sealed"))
+        let fresh = try Outbox.open(directory: dir.outbox)
+        #expect(fresh.sealed == nil)
+        try fresh.send("t3")
+    }
+
+    @Test(arguments: [FileOperation.write, .fsync, .rename, .syncDirectory, .open])
+    func aFailureWhileStoringAnAttachmentAppendsNoLine(_ op: FileOperation) throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem()
+        let o = try open(dir, fs)
+        let before = fileBytes(o.paths.log)
+        fs.setRule { o2, path, _ in o2 == op && path.contains("/blobs") ? .fail(.noSpace) : nil }
+        do {
+            try o.send("t1", attachments: [AttachmentSource(bytes: Array("photo".utf8), name: "p.jpg")])
+            Issue.record("enqueue succeeded though its attachment could not be stored")
+        } catch {
+            #expect("\(error)".contains("ENOSPC"), "error should say what happened: \(error)")
+        }
+        #expect(fileBytes(o.paths.log) == before && o.sealed == nil)
+        fs.setRule(nil)
+        #expect(try o.verify().tempFiles.isEmpty)
+        try o.send("t1", attachments: [AttachmentSource(bytes: Array("photo".utf8), name: "p.jpg")])
+    }
+
+    @Test func aFailedDirectorySyncWhenCreatingTheOutboxIsReported() throws {
+        let dir = TempDir()
+        let fs = FaultInjectingFileSystem(rule: { op, _, _ in op == .syncDirectory ? .fail(.io) : nil })
+        #expect(throws: (any Error).self) { try Outbox.open(directory: dir.outbox, fileSystem: fs) }
+    }
+}
