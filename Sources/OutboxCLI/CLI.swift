@@ -56,7 +56,7 @@ struct Command: Sendable {
 
 enum Commands {
     static let all: [Command] = [
-        SendCommand.command, StatusCommand.command, ListCommand.command, ShowCommand.command,
+        ChatCommand.command, SendCommand.command, StatusCommand.command, ListCommand.command, ShowCommand.command,
         LogCommand.command, ConversationsCommand.command, RetryCommand.command, CancelCommand.command,
         DrainCommand.command, VerifyCommand.command, GCCommand.command, ResetCommand.command, SalvageCommand.command,
         HelpCommand.command, CompletionCommand.command,
