@@ -59,7 +59,7 @@ enum Commands {
         ChatCommand.command, SendCommand.command, StatusCommand.command, ListCommand.command, ShowCommand.command,
         LogCommand.command, ConversationsCommand.command, RetryCommand.command, CancelCommand.command,
         DrainCommand.command, VerifyCommand.command, GCCommand.command, ResetCommand.command, SalvageCommand.command,
-        HelpCommand.command, CompletionCommand.command,
+        DemoCommand.command, HelpCommand.command, CompletionCommand.command,
     ]
     static let byName: [String: Command] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 }

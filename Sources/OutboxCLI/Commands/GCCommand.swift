@@ -5,7 +5,11 @@ enum GCCommand {
                                  help: Usage.gc, run: run)
 
     static func run(_ ctx: Context) throws -> ExitCode {
-        let outbox = try ctx.openUnsealed()
+        // Without the recovery sweep at open, so this sweep reports everything it removes.
+        var options = Outbox.Options()
+        options.recoverAtOpen = false
+        let outbox = try Outbox.open(directory: ctx.settings.directory, mode: .readWrite, options: options)
+        if let s = outbox.sealed { throw StoreError.sealed(s) }
         let sweep = try outbox.sweep()
         if sweep.skippedBecauseBusy {
             ctx.term.out("sweep skipped: another process is saving attachments right now; run `outbox gc` again later")
