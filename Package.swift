@@ -33,7 +33,7 @@ let package = Package(
         .executableTarget(name: "outbox", dependencies: ["OutboxCLI"]),
         .executableTarget(name: "outbox-engine", dependencies: ["OutboxEngine"]),
         // A store workload for kill -9 tests: prints each acknowledged request id.
-        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
+        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat", "OutboxSync"]),
 
         .testTarget(name: "OutboxFormatTests", dependencies: ["OutboxFormat"]),
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
