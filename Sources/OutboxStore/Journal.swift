@@ -258,7 +258,19 @@ public final class Journal: @unchecked Sendable {
         try transaction { _ in (records, ()) }.1
     }
 
+    /// Keys the envelope owns: a record field by one of these names could not be read back.
+    static let envelopeKeys: Set<String> = ["v", "seq", "type", "at", "crc"]
+
+    static func checkFieldNames(_ records: [NewRecord]) throws {
+        for r in records {
+            if let clash = r.fields.keys.first(where: { envelopeKeys.contains($0) }) {
+                throw StoreError.invalidInput("record type \(r.type) uses the reserved field name \"\(clash)\"")
+            }
+        }
+    }
+
     private func appendLocked(_ records: [NewRecord]) throws -> [LogEntry] {
+        try Self.checkFieldNames(records)
         let now = Timestamp.format(millis: clock())
         var bytes: [UInt8] = []
         var entries: [LogEntry] = []
@@ -362,6 +374,7 @@ public final class Journal: @unchecked Sendable {
             if let s = sealInfo { throw StoreError.sealed(s) }
             try waitForSyncHeld()
             let records = try makeRecords(update)
+            try Self.checkFieldNames(records)
             var seq = (lastSeq ?? 0)
             var bytes: [UInt8] = []
             var entries: [LogEntry] = []

@@ -58,7 +58,7 @@ import OutboxIO
         var acknowledged = Set<String>()
         var retired = Set<String>()
         for round in 0..<40 {
-            let r = try run(workload, ["cycle", "--dir", dir.outbox, "--tag", "k\(round)"], killAfter: UInt32.random(in: 5_000...60_000))
+            let r = try run(workload, ["cycle", "--dir", dir.outbox, "--tag", "k\(round)"], killAfter: UInt32.random(in: 20_000...90_000))
             acknowledged.formUnion(acked(r.stdout))
             retired.formUnion(acked(r.stdout, "retired"))
         }
@@ -72,7 +72,7 @@ import OutboxIO
             }
         }
         print("kill -9 cycle: \(acknowledged.count) acknowledged, \(retired.count) retired")
-        #expect(acknowledged.count > 40 && !retired.isEmpty)
+        #expect(acknowledged.count >= 20 && !retired.isEmpty, "the workload must make progress between kills")
         try o.sweep()
         let v = try o.verify()
         #expect(v.orphanBlobs.isEmpty && v.missingBlobs.isEmpty && v.tempFiles.isEmpty)

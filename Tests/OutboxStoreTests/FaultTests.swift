@@ -120,3 +120,13 @@ import OutboxIO
         #expect(throws: (any Error).self) { try Outbox.open(directory: dir.outbox, fileSystem: fs) }
     }
 }
+
+@Suite struct JournalTests {
+    @Test func aFieldNamedLikeTheEnvelopeIsRefused() throws {
+        let dir = TempDir()
+        let (journal, _) = try Journal.open(path: dir.path + "/j.jsonl")
+        #expect(throws: StoreError.self) { try journal.append([.init(type: "x", fields: ["at": "2026-11-30T00:00:00.000Z"])]) }
+        let written = try journal.append([.init(type: "x", fields: ["when": "now"])])
+        #expect(written.map(\.seq) == [1])
+    }
+}
