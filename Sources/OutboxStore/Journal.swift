@@ -78,7 +78,7 @@ public final class Journal: @unchecked Sendable {
         let lockPath = lockPath ?? path + ".lock"
         do {
             if writable {
-                try ensureDirectory(dir, fs: fs)
+                try ensureDirectory(dir, fs: fs, allowSymlink: true)
                 try ensureFile(path, fs: fs)
                 try ensureFile(lockPath, fs: fs)
             }
@@ -99,12 +99,19 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
-    static func ensureDirectory(_ dir: String, fs: any FileSystem) throws {
+    /// Creates `dir` (0700) and any missing parents, fsyncing each new entry's parent.
+    /// `dir` itself and its parents may be symlinks to directories (a person chose where the
+    /// outbox lives); `allowSymlink: false` refuses one, for paths inside an outbox.
+    static func ensureDirectory(_ dir: String, fs: any FileSystem, allowSymlink: Bool = true) throws {
         if let st = try fs.linkStatus(dir) {
-            guard st.isDirectory else {
-                throw StoreError.invalidInput("\(dir) exists and is not a directory (symbolic links are not followed)")
+            if st.isDirectory { return }
+            if st.isSymlink && allowSymlink, let fd = try? fs.open(dir, [.read, .directory], mode: 0) {
+                try? fs.close(fd)
+                return
             }
-            return
+            throw StoreError.invalidInput(st.isSymlink
+                ? "\(dir) is a symbolic link; paths inside the outbox are not followed through links"
+                : "\(dir) exists and is not a directory")
         }
         try ensureDirectory(parentDirectory(of: dir), fs: fs)
         do { try fs.makeDirectory(dir, mode: 0o700) } catch let e as IOError where e.errno == .exists { return }
