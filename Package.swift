@@ -32,6 +32,9 @@ let package = Package(
         .target(name: "OutboxCLI", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         .executableTarget(name: "outbox", dependencies: ["OutboxCLI"]),
         .executableTarget(name: "outbox-engine", dependencies: ["OutboxEngine"]),
+        // Kill -9 torture of real outbox and outbox-engine processes (docs/RELIABILITY.md).
+        .target(name: "OutboxTorture", dependencies: ["EngineProtocol", "OutboxStore"]),
+        .executableTarget(name: "outbox-torture", dependencies: ["OutboxTorture"]),
         // A store workload for kill -9 tests: prints each acknowledged request id.
         .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat", "OutboxSync"]),
 
