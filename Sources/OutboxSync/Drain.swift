@@ -65,7 +65,7 @@ public final class Drain: @unchecked Sendable {
         /// Conversations delivered side by side within a pass (each strictly in order).
         public var parallelConversations = 4
         /// Reply polling backoff: base·2^k, capped.
-        public var replyPollBaseMillis: Int64 = 200
+        public var replyPollBaseMillis: Int64 = 50
         public var replyPollCapMillis: Int64 = 30_000
         /// `runOnce`: how long to keep polling for the replies of turns it delivered (0: one look).
         public var replyWaitMillis: Int64 = 0
@@ -111,7 +111,8 @@ public final class Drain: @unchecked Sendable {
             let (r, more) = try deliverPass(ignoreBackoff: false, stop: stop)
             report.merge(r)
             if !r.engineReachable { down = true; break }
-            if !more { break }
+            // Another pass only while passes settle turns: a Retry-After of 0 must not spin.
+            if !more || r.settled == 0 { break }
         }
         if !down {
             let deadline = clock() + options.replyWaitMillis
@@ -173,7 +174,7 @@ public final class Drain: @unchecked Sendable {
                     report.merge(r)
                     if !r.engineReachable { down = lastDown; break }
                     ignoreBackoff = false
-                    if !more { break }
+                    if !more || r.settled == 0 { break }
                 }
                 if down == nil && !stop.isRequested {
                     let r = try pollReplies(force: false, only: nil)
@@ -189,10 +190,12 @@ public final class Drain: @unchecked Sendable {
                 }
             }
             if stop.isRequested { break }
-            // Sleep until something falls due, the directory changes, or a stop.
-            let wakeAt = [engineDownUntil, nextDueAt(), replyPolls.values.map(\.at).min(), nextRetireAt()]
-                .compactMap { $0 }.min()
-            let timeout = wakeAt.map { Int(max(0, min($0 - clock(), 60_000))) } ?? 60_000
+            // Sleep until something falls due, the directory changes, or a stop. While the engine
+            // is down only the probe matters (turns put off are due at once: they must not spin).
+            let wakeAt = engineDownUntil
+                ?? [nextDueAt(), replyPolls.values.map(\.at).min(), nextRetireAt()].compactMap { $0 }.min()
+            // At least 20 ms: a turn due again at once (Retry-After: 0, 409) is retried, not spun on.
+            let timeout = wakeAt.map { Int(max(20, min($0 - clock(), 60_000))) } ?? 60_000
             let woke = try watcher.wait(timeoutMillis: timeout)
             if woke.contains(.changed) { try outbox.refresh() }
         }
