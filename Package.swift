@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "OutboxTorture", dependencies: ["EngineProtocol", "OutboxStore"]),
         .executableTarget(name: "outbox-torture", dependencies: ["OutboxTorture"]),
         // A store workload for kill -9 tests: prints each acknowledged request id.
-        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
+        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat", "OutboxSync"]),
 
         .testTarget(name: "OutboxFormatTests", dependencies: ["OutboxFormat"]),
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
