@@ -28,8 +28,10 @@ let package = Package(
         .target(name: "OutboxEngine", dependencies: ["HTTPWire", "EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
         // Engine client and the drain.
         .target(name: "OutboxSync", dependencies: ["EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
+        // `outbox bench`: figures measured in one run against the floor of the same disk.
+        .target(name: "OutboxBench", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         // Command implementations and rendering; the executable only forwards argv.
-        .target(name: "OutboxCLI", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
+        .target(name: "OutboxCLI", dependencies: ["OutboxBench", "OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         .executableTarget(name: "outbox", dependencies: ["OutboxCLI"]),
         .executableTarget(name: "outbox-engine", dependencies: ["OutboxEngine"]),
         // Kill -9 torture of real outbox and outbox-engine processes (docs/RELIABILITY.md).
