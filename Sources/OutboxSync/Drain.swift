@@ -62,8 +62,10 @@ public final class Drain: @unchecked Sendable {
         public var retentionMillis: Int64 = 24 * 3_600_000
         /// Turns per pass: their `syncing` records share one fdatasync, their outcomes another.
         public var batchSize = 64
+        /// Conversations delivered side by side within a pass (each strictly in order).
+        public var parallelConversations = 4
         /// Reply polling backoff: base·2^k, capped.
-        public var replyPollBaseMillis: Int64 = 200
+        public var replyPollBaseMillis: Int64 = 50
         public var replyPollCapMillis: Int64 = 30_000
         /// `runOnce`: how long to keep polling for the replies of turns it delivered (0: one look).
         public var replyWaitMillis: Int64 = 0
@@ -81,7 +83,8 @@ public final class Drain: @unchecked Sendable {
 
     private var replyPolls: [String: (count: Int, at: Int64)] = [:]
     private var knownBlobs: Set<String> = []
-    private var requests = 0
+    var requests = 0
+    var uploads = 0
 
     public init(outbox: Outbox, client: EngineClient, options: Options = Options(),
                 clock: @escaping @Sendable () -> Int64 = Journal.systemClock,
@@ -108,7 +111,8 @@ public final class Drain: @unchecked Sendable {
             let (r, more) = try deliverPass(ignoreBackoff: false, stop: stop)
             report.merge(r)
             if !r.engineReachable { down = true; break }
-            if !more { break }
+            // Another pass only while passes settle turns: a Retry-After of 0 must not spin.
+            if !more || r.settled == 0 { break }
         }
         if !down {
             let deadline = clock() + options.replyWaitMillis
@@ -170,7 +174,7 @@ public final class Drain: @unchecked Sendable {
                     report.merge(r)
                     if !r.engineReachable { down = lastDown; break }
                     ignoreBackoff = false
-                    if !more { break }
+                    if !more || r.settled == 0 { break }
                 }
                 if down == nil && !stop.isRequested {
                     let r = try pollReplies(force: false, only: nil)
@@ -186,10 +190,12 @@ public final class Drain: @unchecked Sendable {
                 }
             }
             if stop.isRequested { break }
-            // Sleep until something falls due, the directory changes, or a stop.
-            let wakeAt = [engineDownUntil, nextDueAt(), replyPolls.values.map(\.at).min(), nextRetireAt()]
-                .compactMap { $0 }.min()
-            let timeout = wakeAt.map { Int(max(0, min($0 - clock(), 60_000))) } ?? 60_000
+            // Sleep until something falls due, the directory changes, or a stop. While the engine
+            // is down only the probe matters (turns put off are due at once: they must not spin).
+            let wakeAt = engineDownUntil
+                ?? [nextDueAt(), replyPolls.values.map(\.at).min(), nextRetireAt()].compactMap { $0 }.min()
+            // At least 20 ms: a turn due again at once (Retry-After: 0, 409) is retried, not spun on.
+            let timeout = wakeAt.map { Int(max(20, min($0 - clock(), 60_000))) } ?? 60_000
             let woke = try watcher.wait(timeoutMillis: timeout)
             if woke.contains(.changed) { try outbox.refresh() }
         }
@@ -247,60 +253,41 @@ public final class Drain: @unchecked Sendable {
         // D1: every attempt is durable before its request goes out.
         try outbox.apply(plan.groups.flatMap { $0 }.map { .syncing($0.id) })
 
-        var results: [Transition] = []
-        var down: EngineError?
-        var holdAll: String?   // why the rest of the pass is put off
-        for group in plan.groups {
-            var hold = holdAll
-            if hold == nil, let conv = outbox.conversation(group[0].conversationID), !conv.isOnEngine {
-                // D2: the conversation exists on the engine before any of its turns.
-                do {
-                    requests += 1
-                    let origin = try client.createConversation(id: conv.id, title: conv.title, originSurface: conv.originSurface,
-                                                               createdAt: conv.createdAt)
-                    results.append(.conversationSynced(conv.id, originSurface: origin))
-                    report.conversationsSynced.append(conv.id)
-                } catch {
-                    let (tr, isDown) = failure(group[0], error, &report)
-                    results.append(tr)
-                    if isDown { down = error; holdAll = "not sent: the engine is unreachable" }
-                    hold = "not sent: conversation \(conv.id) could not be created on the engine"
-                    for t in group.dropFirst() { results.append(deferral(t, hold!, now: clock())) }
-                    continue
-                }
-            }
-            for t in group {
-                if hold == nil, stop?.isRequested ?? false { hold = "not sent: the drain was stopped" }
-                if let h = hold { results.append(deferral(t, h, now: clock())); continue }
-                emit(.sending(turnID: t.id, attempt: t.attempt + 1))
-                do {
-                    switch try deliver(t) {
-                    case .posted(let r):
-                        results.append(.synced(t.id, EngineAnswer(httpStatus: r.httpStatus, status: r.status, replayed: r.replayed)))
-                        if r.replayed { report.replayed.append(t.id) } else { report.delivered.append(t.id) }
-                        emit(.delivered(turnID: t.id, how: r.replayed ? "replayed" : "delivered"))
-                        emit(.thinking(turnID: t.id))
-                    case .found(let s):
-                        results.append(.synced(t.id, EngineAnswer(httpStatus: 200, status: s.status, replayed: true)))
-                        report.foundByStatusCheck.append(t.id)
-                        emit(.delivered(turnID: t.id, how: "foundByStatusCheck"))
-                        if s.hasReply {
-                            results.append(.reply(t.id, status: s.status, text: s.replyText, error: s.replyError))
-                            report.replies.append(t.id)
-                            emit(.reply(turnID: t.id, status: s.status, text: s.replyText, error: s.replyError))
-                        } else {
-                            emit(.thinking(turnID: t.id))
-                        }
+        // D3 (attachments): each blob the batch needs, once, before the turns that name it.
+        blobFailures = uploadBlobs(for: plan.groups.flatMap { $0 })
+
+        // Conversations go out side by side (each strictly in order on its own thread), so the
+        // engine can commit several turns under one fsync; outcomes are merged in plan order.
+        let shared = PassShared()
+        var outcomes = [GroupOutcome](repeating: GroupOutcome(), count: plan.groups.count)
+        let width = max(1, min(options.parallelConversations, plan.groups.count))
+        if width == 1 {
+            for (i, g) in plan.groups.enumerated() { outcomes[i] = runGroup(g, shared, stop) }
+        } else {
+            let collect = NSLock()
+            let everyone = DispatchGroup()
+            let box = OutcomeBox(outcomes)
+            for _ in 0..<width {
+                everyone.enter()
+                Thread { [self] in
+                    while true {
+                        let i: Int = collect.withLock { defer { box.next += 1 }; return box.next }
+                        if i >= plan.groups.count { break }
+                        let o = runGroup(plan.groups[i], shared, stop)
+                        collect.withLock { box.items[i] = o }
                     }
-                } catch {
-                    let (tr, isDown) = failure(t, error, &report)
-                    results.append(tr)
-                    if isDown { down = error as? EngineError; holdAll = "not sent: the engine is unreachable" }
-                    // D5: strict order: nothing after a failed turn of this conversation goes out.
-                    hold = "not sent: waiting for turn \(t.id) of this conversation"
-                }
+                    everyone.leave()
+                }.start()
             }
+            everyone.wait()
+            outcomes = box.items
         }
+        var results: [Transition] = []
+        for o in outcomes {
+            results += o.results
+            report.merge(o.report)
+        }
+        let down = shared.down
         // D4: every outcome of the pass in one write and one fdatasync.
         try outbox.apply(results)
         report.blobsUploaded = uploads - uploadsBefore
@@ -313,10 +300,132 @@ public final class Drain: @unchecked Sendable {
         return (report, more && down == nil)
     }
 
+    private struct GroupOutcome {
+        var results: [Transition] = []
+        var report = DrainReport()
+    }
+
+    private final class OutcomeBox: @unchecked Sendable {
+        var items: [GroupOutcome]
+        var next = 0
+        init(_ i: [GroupOutcome]) { items = i }
+    }
+
+    /// What the groups of one pass share: the first "engine unreachable", which puts off the rest.
+    private final class PassShared: @unchecked Sendable {
+        private let lock = NSLock()
+        private var _down: EngineError?
+        var down: EngineError? { lock.withLock { _down } }
+        func markDown(_ e: EngineError) { lock.withLock { if _down == nil { _down = e } } }
+    }
+
+    /// One conversation's turns of a pass, strictly in order (D2, D5).
+    private func runGroup(_ group: [Turn], _ shared: PassShared, _ stop: DrainStop?) -> GroupOutcome {
+        var out = GroupOutcome()
+        var hold: String?
+        func heldByPass() -> String? {
+            if shared.down != nil { return "not sent: the engine is unreachable" }
+            if stop?.isRequested ?? false { return "not sent: the drain was stopped" }
+            return nil
+        }
+        if let conv = outbox.conversation(group[0].conversationID), !conv.isOnEngine, heldByPass() == nil {
+            // D2: the conversation exists on the engine before any of its turns.
+            do {
+                bump(\.requests)
+                let origin = try client.createConversation(id: conv.id, title: conv.title, originSurface: conv.originSurface,
+                                                           createdAt: conv.createdAt)
+                out.results.append(.conversationSynced(conv.id, originSurface: origin))
+                out.report.conversationsSynced.append(conv.id)
+            } catch {
+                let (tr, isDown) = failure(group[0], error, &out.report)
+                out.results.append(tr)
+                if isDown { shared.markDown(error) }
+                let h = "not sent: conversation \(conv.id) could not be created on the engine"
+                for t in group.dropFirst() { out.results.append(deferral(t, h, now: clock())) }
+                return out
+            }
+        }
+        for t in group {
+            if hold == nil { hold = heldByPass() }
+            if let h = hold { out.results.append(deferral(t, h, now: clock())); continue }
+            emit(.sending(turnID: t.id, attempt: t.attempt + 1))
+            do {
+                switch try deliver(t) {
+                case .posted(let r):
+                    out.results.append(.synced(t.id, EngineAnswer(httpStatus: r.httpStatus, status: r.status, replayed: r.replayed)))
+                    if r.replayed { out.report.replayed.append(t.id) } else { out.report.delivered.append(t.id) }
+                    emit(.delivered(turnID: t.id, how: r.replayed ? "replayed" : "delivered"))
+                    emit(.thinking(turnID: t.id))
+                case .found(let s):
+                    out.results.append(.synced(t.id, EngineAnswer(httpStatus: 200, status: s.status, replayed: true)))
+                    out.report.foundByStatusCheck.append(t.id)
+                    emit(.delivered(turnID: t.id, how: "foundByStatusCheck"))
+                    if s.hasReply {
+                        out.results.append(.reply(t.id, status: s.status, text: s.replyText, error: s.replyError))
+                        out.report.replies.append(t.id)
+                        emit(.reply(turnID: t.id, status: s.status, text: s.replyText, error: s.replyError))
+                    } else {
+                        emit(.thinking(turnID: t.id))
+                    }
+                }
+            } catch {
+                let (tr, isDown) = failure(t, error, &out.report)
+                out.results.append(tr)
+                if isDown, let e = error as? EngineError { shared.markDown(e) }
+                if let e = error as? EngineError, e.httpStatus == 424 {
+                    // The engine lost a blob we thought it had: look again next attempt.
+                    counters.withLock { for a in t.attachments { knownBlobs.remove(a.sha256) } }
+                }
+                // D5: strict order: nothing after a failed turn of this conversation goes out.
+                hold = "not sent: waiting for turn \(t.id) of this conversation"
+            }
+        }
+        return out
+    }
+
+    private let counters = NSLock()
+    private func bump(_ k: ReferenceWritableKeyPath<Drain, Int>) { counters.withLock { self[keyPath: k] += 1 } }
+
+    private var blobFailures: [String: any Error] = [:]
+
+    /// HEAD each blob the batch names (once), PUT it when the engine lacks it. Returns the
+    /// failures by hash; the turns naming a failed blob fail with its error. Stops at the first
+    /// "unreachable": the remaining blobs get the same error.
+    private func uploadBlobs(for turns: [Turn]) -> [String: any Error] {
+        var failures: [String: any Error] = [:]
+        var down: (any Error)?
+        var seen = Set<String>()
+        for t in turns {
+            for a in t.attachments where !counters.withLock({ knownBlobs.contains(a.sha256) }) && seen.insert(a.sha256).inserted {
+                if let d = down { failures[a.sha256] = d; continue }
+                do {
+                    bump(\.requests)
+                    if try !client.hasBlob(a.sha256) {
+                        let bytes: [UInt8]
+                        do { bytes = try outbox.readBlob(a.sha256) } catch {
+                            throw LocalAttachmentError(description: "attachment \(a.name) (\(a.sha256)) cannot be read from \(outbox.blobPath(a.sha256)): \(error)")
+                        }
+                        guard SHA256.hex(bytes) == a.sha256 else {
+                            throw LocalAttachmentError(description: "attachment \(a.name) at \(outbox.blobPath(a.sha256)) does not match its hash; the file is damaged")
+                        }
+                        bump(\.requests)
+                        try client.putBlob(a.sha256, bytes: bytes)
+                        bump(\.uploads)
+                    }
+                    _ = counters.withLock { knownBlobs.insert(a.sha256) }
+                } catch {
+                    failures[a.sha256] = error
+                    if let e = error as? EngineError, e.isTransport { down = e }
+                }
+            }
+        }
+        return failures
+    }
+
     /// Status check first when the turn may have landed; attachments; then the POST.
     private func deliver(_ t: Turn) throws -> Outcome {
         if t.mayHaveLanded {
-            requests += 1
+            bump(\.requests)
             if let s = try client.turnStatus(t.id) {
                 guard s.conversationID == t.conversationID else {
                     throw LocalAttachmentError(description: "the engine holds request id \(t.id) in conversation \(s.conversationID), not \(t.conversationID); a new message needs a new id")
@@ -324,27 +433,13 @@ public final class Drain: @unchecked Sendable {
                 return .found(s)
             }
         }
-        for a in t.attachments where !knownBlobs.contains(a.sha256) {
-            requests += 1
-            if try !client.hasBlob(a.sha256) {
-                let bytes: [UInt8]
-                do { bytes = try outbox.readBlob(a.sha256) } catch {
-                    throw LocalAttachmentError(description: "attachment \(a.name) (\(a.sha256)) cannot be read from \(outbox.blobPath(a.sha256)): \(error)")
-                }
-                guard SHA256.hex(bytes) == a.sha256 else {
-                    throw LocalAttachmentError(description: "attachment \(a.name) at \(outbox.blobPath(a.sha256)) does not match its hash; the file is damaged")
-                }
-                requests += 1
-                try client.putBlob(a.sha256, bytes: bytes)
-                uploads += 1
-            }
-            knownBlobs.insert(a.sha256)
+        for a in t.attachments {
+            if let e = blobFailures[a.sha256] { throw e }
         }
-        requests += 1
+        bump(\.requests)
         return .posted(try client.postTurn(conversationID: t.conversationID, requestID: t.id, text: t.text, attachments: t.attachments,
                                            createdAt: t.createdAt, surface: t.surface))
     }
-    private var uploads = 0
 
     /// D3: the transition a failed attempt records, and whether the engine was unreachable.
     private func failure(_ t: Turn, _ error: Error, _ report: inout DrainReport) -> (Transition, Bool) {

@@ -21,6 +21,9 @@ public enum FailureDisposition: Sendable, Equatable {
             switch status {
             case 409: return .retryLater(spendsAttempt: false, retryAfterMillis: e.retryAfterMillis, engineDown: false)
             case 408, 429, 500...599: return .retryLater(spendsAttempt: true, retryAfterMillis: e.retryAfterMillis, engineDown: false)
+            // A blob the drain uploaded (or saw) before the turn is gone from the engine: the
+            // next attempt uploads it again.
+            case 424: return .retryLater(spendsAttempt: true, retryAfterMillis: e.retryAfterMillis, engineDown: false)
             default: return .needsAttention
             }
         }

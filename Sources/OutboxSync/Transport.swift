@@ -48,6 +48,12 @@ public protocol EngineTransport: Sendable {
 
 /// URLSession (libcurl underneath on Linux) with one session for the drain's lifetime, so
 /// keep-alive connections are reused between requests.
+///
+/// Measured limitation (swift-corelibs-foundation 6.3 on Linux): when a reused connection is
+/// reset while a request with a body (POST, PUT) waits for its answer, libcurl wants to rewind
+/// the body to retry on a fresh connection and the task does not finish until `timeout`. A GET
+/// or HEAD fails at once (NSURLErrorDomain -1005). Nothing is lost either way — the turn is
+/// `syncing`, the next attempt asks the engine first — but such a reset costs a full timeout.
 public final class URLSessionTransport: EngineTransport, @unchecked Sendable {
     public let baseURL: String
     let session: URLSession
