@@ -16,6 +16,9 @@ enum Delivery {
         var byOtherDrain = false
         var engineURL: String?
         var report: DrainReport?
+        /// Still open: the caller prints the reply first, then closes it (stopping an embedded
+        /// engine takes up to 100 ms).
+        var connection: EngineConnection?
 
         var json: JSONValue {
             .object(["engine": .optional(engineURL), "engineError": .optional(engineError), "byOtherDrain": .bool(byOtherDrain)])
@@ -45,7 +48,7 @@ enum Delivery {
             outcome.engineError = CLIError.from(error).oneLine
             return outcome
         }
-        defer { connection.close() }
+        outcome.connection = connection
         outcome.engineURL = connection.url
         var options = Drain.Options()
         options.replyWaitMillis = replyWaitMillis

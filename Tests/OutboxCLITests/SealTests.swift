@@ -91,3 +91,57 @@ struct SealTests {
         #expect(box.read(box.log).isEmpty)
     }
 }
+
+@Suite("settings, torn tails and questions on a terminal")
+struct SettingsTests {
+    @Test func dirFlagWinsOverEnvironmentWhichWinsOverDefault() throws {
+        let box = Sandbox()
+        let envDir = box.path + "/from-env", flagDir = box.path + "/from-flag"
+        _ = try box.outbox(["send", "--no-wait", "a"], env: ["OUTBOX_DIR": envDir])
+        _ = try box.outbox(["--dir", flagDir, "send", "--no-wait", "b"], env: ["OUTBOX_DIR": envDir])
+        _ = try box.outbox(["send", "--no-wait", "c"])
+        for (dir, text) in [(envDir, "a"), (flagDir, "b"), (box.outboxDir, "c")] {
+            let turns = try box.outbox(["list", "--json", "--dir", dir]).json()["turns"] as? [[String: Any]]
+            #expect(turns?.map { $0["text"] as? String } == [text], "\(dir)")
+        }
+        let s = try box.outbox(["status", "--json"], env: ["OUTBOX_DIR": envDir, "OUTBOX_SURFACE": "web"]).json()
+        #expect(s["directory"] as? String == envDir && s["surface"] as? String == "web")
+    }
+
+    @Test func statusReportsATornTailAndItsRepair() throws {
+        let box = Sandbox()
+        _ = try box.outbox(["send", "--no-wait", "whole"])
+        let handle = try #require(FileHandle(forWritingAtPath: box.log))
+        handle.seekToEndOfFile()
+        handle.write(Data("{\"v\":1,\"seq\":3,\"type\":\"tu".utf8))   // a write that never finished
+        try handle.close()
+        let before = try box.outbox(["status"])
+        #expect(before.code == 0 && before.stdout.contains("an unfinished last line"), "\(before)")
+        #expect(try box.outbox(["verify"]).code == 1, "an unrepaired tail is a problem, not a seal")
+        #expect(try box.outbox(["send", "--no-wait", "-c", "after"]).code == 0)
+        let after = try box.outbox(["status", "--json"]).json()
+        let repairs = try #require(after["tornTailRepairs"] as? [[String: Any]])
+        #expect(repairs.count == 1 && repairs[0]["bytes"] as? Int == 25, "\(repairs)")
+        #expect((after["counts"] as? [String: Int])?["queued"] == 2)
+        #expect(try box.outbox(["verify"]).code == 0)
+    }
+
+    @Test(.enabled(if: TmuxSession.available, "needs tmux (Debian package tmux)"))
+    func resetAsksOnATerminal() throws {
+        let box = Sandbox()
+        _ = try box.outbox(["send", "--no-wait", "keep"])
+        let env = box.environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
+        let exe = try binary("outbox")
+        let tmux = try TmuxSession(command: "env -i \(env) TERM=xterm \(exe) reset --force; echo EXIT=$?; env -i \(env) TERM=xterm \(exe) reset --force; echo EXIT=$?; sleep 60")
+        defer { tmux.close() }
+        _ = try tmux.waitFor("[y/N]")
+        try tmux.type("n")
+        var screen = try tmux.waitFor("EXIT=1")
+        #expect(screen.contains("nothing changed"), "\(screen)")
+        #expect(try box.outbox(["list", "--json"]).json()["turns"] as? [Any] != nil)
+        try tmux.type("y")
+        screen = try tmux.waitFor("EXIT=0")
+        #expect(screen.contains("started a fresh log"), "\(screen)")
+        #expect(box.read(box.log).isEmpty)
+    }
+}

@@ -113,7 +113,10 @@ func runProcess(_ path: String, _ args: [String], stdin: [UInt8]?, env: [String:
     let done = DispatchSemaphore(value: 0)
     DispatchQueue.global().async { p.waitUntilExit(); done.signal() }
     if done.wait(timeout: .now() + timeout) == .timedOut {
-        kill(p.processIdentifier, SIGKILL)
+        // SIGABRT first: Swift's backtracer prints every thread's stack into stderr, so a hang
+        // is reported with where it hung.
+        kill(p.processIdentifier, SIGABRT)
+        if done.wait(timeout: .now() + 30) == .timedOut { kill(p.processIdentifier, SIGKILL) }
         p.waitUntilExit()
         _ = group.wait(timeout: .now() + 5)
         throw TestFailure("outbox \(args.joined(separator: " ")) did not finish within \(timeout)s\nstdout: \(o.text)\nstderr: \(e.text)")

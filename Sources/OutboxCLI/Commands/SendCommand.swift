@@ -31,6 +31,7 @@ enum SendCommand {
             return .ok
         }
         let outcome = Delivery.deliver(turn: result.turn.id, outbox: outbox, ctx: ctx)
+        defer { outcome.connection?.close() }
         let turn = outbox.turn(result.turn.id) ?? result.turn
         if ctx.json {
             ctx.printJSON(sendJSON(turn, conversation: conversation, created: created, delivery: outcome))
