@@ -36,7 +36,7 @@ final class ChatScreen: @unchecked Sendable {
                 withUnsafeMutableBytes(of: &raw.c_cc) { cc in
                     cc[Int(VMIN)] = 1; cc[Int(VTIME)] = 0
                 }
-                rawMode = tcsetattr(0, TCSAFLUSH, &raw) == 0
+                rawMode = tcsetattr(0, TCSANOW, &raw) == 0   // keep what was typed ahead
             }
             term.outRaw("\n" + promptLine())
         }

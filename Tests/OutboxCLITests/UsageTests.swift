@@ -76,3 +76,19 @@ struct UsageTests {
         #expect(zsh.code == 0 && zsh.stdout.hasPrefix("#compdef outbox") && zsh.stdout.contains("--no-wait"), "\(zsh)")
     }
 }
+
+@Suite("docs/CLI.md matches the binary")
+struct DocsTests {
+    @Test func everyHelpTextAppearsVerbatimInTheCLIReference() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/CLI.md"), encoding: .utf8)
+        let box = Sandbox()
+        let overview = try box.outbox(["--help"]).stdout
+        #expect(doc.contains(overview), "docs/CLI.md lacks the current `outbox --help`")
+        for cmd in ["chat", "send", "status", "list", "show", "log", "conversations", "retry", "cancel", "drain",
+                    "verify", "gc", "reset", "salvage", "demo", "help", "completion"] {
+            let help = try box.outbox(["help", cmd]).stdout
+            #expect(doc.contains("### outbox \(cmd)\n\n```\n" + help + "```"), "docs/CLI.md lacks the current `outbox help \(cmd)`")
+        }
+    }
+}
