@@ -240,12 +240,12 @@ final class ChatSession: @unchecked Sendable {
         var phases: [(TurnState, Int64, Turn)] = []
         for id in ids {
             guard let t = outbox.turn(id) else { continue }
-            let alreadyPrinted = lock.withLock { printed.contains(id) }
-            if !alreadyPrinted && (t.reply != nil || t.state == .failedNeedsAttention || t.state == .cancelled) {
-                lines.append(transcript(t, includeYou: false))
-                lock.withLock { _ = printed.insert(id) }
+            if t.reply != nil || t.state == .failedNeedsAttention || t.state == .cancelled {
+                // Several threads refresh the view: the first to claim the outcome prints it.
+                if lock.withLock({ printed.insert(id).inserted }) { lines.append(transcript(t, includeYou: false)) }
                 continue
             }
+            let alreadyPrinted = lock.withLock { printed.contains(id) }
             if alreadyPrinted || !(t.isPending || (t.state == .synced && t.reply == nil)) { continue }
             let start: Int64 = lock.withLock {
                 if let s = since[id], s.0 == t.state { return s.1 }

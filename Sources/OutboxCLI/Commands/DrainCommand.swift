@@ -34,6 +34,8 @@ enum DrainCommand {
             return .ok
         }
         for line in summary(report) { term.out(line) }
+        // A watch ends on SIGINT/SIGTERM: that is a clean stop, whatever the engine was doing.
+        if watch { return .ok }
         if !report.engineReachable {
             term.err("outbox: the engine is unreachable (\(Delivery.shortEngineError(report.lastEngineError ?? "no answer"))); \(report.pending) turn(s) stay queued and safe")
             return .failure
