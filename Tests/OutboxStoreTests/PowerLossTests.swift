@@ -121,4 +121,28 @@ import OutboxIO
         #expect(t.lost == 0 && t.falseSeals == 0 && t.failures.isEmpty)
         #expect(t.checked >= Settings.current.minimumStates, "too few crash states to mean anything: \(t.checked)")
     }
+
+    /// Found by the power-loss simulation: a process killed after creating the log but before
+    /// fsyncing the directory left an entry every later open trusted, so turns acknowledged after
+    /// the next open could vanish with the power. Every writable open now fsyncs the directory.
+    @Test func aLogCreatedByAKilledProcessIsMadeDurableByTheNextOpen() throws {
+        let dir = TempDir()
+        let root = dir.path + "/sim"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        let fs = try CrashSimulatingFileSystem(root: root)
+        let outbox = root + "/outbox"
+        try fs.makeDirectory(outbox, mode: 0o700)
+        for name in ["turns.jsonl", "lock"] {
+            try fs.close(try fs.open(outbox + "/" + name, [.write, .create, .exclusive, .noFollow], mode: 0o600))
+        }
+        let o = try Outbox.open(directory: outbox, fileSystem: fs)
+        try o.send("t1")
+        let states = fs.disk.crashStates()
+        #expect(!states.isEmpty)
+        for s in states {
+            let log = s.files.first { $0.path == "outbox/turns.jsonl" }
+            #expect(log.map { String(decoding: $0.bytes, as: UTF8.self).contains(#""id":"t1""#) } == true,
+                    "an acknowledged turn is lost in crash state [\(s.label)]")
+        }
+    }
 }

@@ -145,7 +145,14 @@ enum StoreWorkload {
     /// cancel, retire, reopen with an interrupted attempt, a torn tail left by a killed writer,
     /// compaction, reset and salvage.
     static let steps: [WorkloadStep] = [
-        WorkloadStep(name: "open (creates the outbox)") { c in c.outbox = try Outbox.open(directory: c.directory, fileSystem: c.fs) },
+        WorkloadStep(name: "a process killed while creating the outbox (log and lock created, directory not yet fsynced)") { c in
+            try c.fs.makeDirectory(c.directory, mode: 0o700)
+            try c.fs.syncDirectory(parentDirectory(of: c.directory))
+            for name in ["turns.jsonl", "lock"] {
+                try c.fs.close(try c.fs.open(c.directory + "/" + name, [.write, .create, .exclusive, .noFollow], mode: 0o600))
+            }
+        },
+        WorkloadStep(name: "open (finds the log there)") { c in c.outbox = try Outbox.open(directory: c.directory, fileSystem: c.fs) },
         WorkloadStep(name: "create conversation c1") { c in _ = try c.o().createConversation(id: "c1", title: "Trip", originSurface: "cli") },
         WorkloadStep(name: "enqueue t1 (text only)") { c in try send(c, "t1", "first") },
         WorkloadStep(name: "enqueue t2 (unique 1500-byte attachment A)") { c in
