@@ -68,9 +68,22 @@ final class WorkloadContext {
     var keepsake: [String: Requirement] = [:]
     var damagedLog: String?
     var everSeen: Set<String> = []
+    /// For random workloads: a deterministic generator, a counter for ids, what the last step did.
+    var random: UInt64
+    var counter = 0
+    var lastAction = ""
 
-    init(fs: any FileSystem, directory: String, sourceFile: String) {
-        self.fs = fs; self.directory = directory; self.sourceFile = sourceFile
+    init(fs: any FileSystem, directory: String, sourceFile: String, seed: UInt64 = 0) {
+        self.fs = fs; self.directory = directory; self.sourceFile = sourceFile; self.random = seed
+    }
+
+    /// SplitMix64.
+    func next(_ bound: Int) -> Int {
+        random &+= 0x9E3779B97F4A7C15
+        var z = random
+        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
+        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+        return Int((z ^ (z >> 31)) % UInt64(bound))
     }
 
     func o() throws -> Outbox {
@@ -208,6 +221,73 @@ enum StoreWorkload {
         },
         WorkloadStep(name: "enqueue t7 after salvage") { c in try send(c, "t7", "seventh", [AttachmentSource(bytes: blobB, name: "b.txt")]) },
     ]
+}
+
+extension StoreWorkload {
+    /// A seeded random workload: open, a conversation, then `count` steps each picking an
+    /// operation the current state allows (enqueue with new, shared or file attachments of
+    /// random sizes, every transition, reply, retire, cancel, reopen, compaction, a killed
+    /// writer's torn tail). Deterministic for a seed.
+    static func random(count: Int) -> [WorkloadStep] {
+        var steps = [steps[1], steps[2]]  // open, create conversation c1
+        for i in 0..<count {
+            steps.append(WorkloadStep(name: "random step \(i + 1)") { c in try randomAction(c) })
+        }
+        return steps
+    }
+
+    static func randomAction(_ c: WorkloadContext) throws {
+        let o = try c.o()
+        let live = o.turns.filter(\.isLive)
+        func pick(_ ok: (Turn) -> Bool) -> Turn? {
+            let xs = live.filter(ok)
+            return xs.isEmpty ? nil : xs[c.next(xs.count)]
+        }
+        func act(_ what: String, _ body: () throws -> Void) rethrows { c.lastAction = what; try body() }
+        let roll = c.next(100)
+        if roll >= 35 && roll < 50, let t = pick({ $0.state == .queued }) { return try act("\(t.id) syncing") { try o.apply(.syncing(t.id)) } }
+        if roll >= 50 && roll < 58, let t = pick({ $0.state == .syncing }) { return try act("\(t.id) synced") { try o.apply(.synced(t.id, answer)) } }
+        if roll >= 58 && roll < 62, let t = pick({ $0.state == .syncing }) {
+            return try act("\(t.id) failed") { try o.apply(.failed(t.id, error: "timeout", nextAttemptAt: "2030-01-01T00:00:00.000Z", spendsAttempt: c.next(2) == 0)) }
+        }
+        if roll >= 62 && roll < 66, let t = pick({ $0.state == .syncing || $0.state == .queued }) {
+            return try act("\(t.id) needs attention") { try o.apply(.needsAttention(t.id, error: "refused")) }
+        }
+        if roll >= 66 && roll < 70, let t = pick({ $0.state == .failedNeedsAttention }) { return try act("\(t.id) retry") { try o.apply(.retry(t.id)) } }
+        if roll >= 70 && roll < 74, let t = pick({ $0.state == .synced && $0.reply == nil }) {
+            return try act("\(t.id) reply") { try o.apply(.reply(t.id, status: "answered", text: "ok \(t.id)", error: nil)) }
+        }
+        if roll >= 74 && roll < 80, let t = pick({ $0.state == .synced }) { return try act("retire \(t.id)") { _ = try o.retire([t.id]) } }
+        if roll >= 80 && roll < 85, let t = pick({ ($0.state == .queued || $0.state == .failedNeedsAttention) && !$0.mayHaveLanded }) {
+            return try act("cancel \(t.id)") { try o.cancel(t.id) }
+        }
+        if roll >= 85 && roll < 89 { return try act("reopen") { try c.reopen() } }
+        if roll >= 89 && roll < 92 { return try act("compact") { _ = try o.compact() } }
+        if roll >= 92 && roll < 94 {
+            return try act("a killed writer's torn tail, then reopen") {
+                let fd = try c.fs.open(c.directory + "/turns.jsonl", [.write, .append, .noFollow], mode: 0o600)
+                try c.fs.writeAll(fd, Array(#"{"v":1,"seq":1,"type":"state","at":"#.utf8) + [UInt8](repeating: 0, count: c.next(700)))
+                try c.fs.close(fd)
+                try c.reopen()
+            }
+        }
+        // Enqueue: 0–3 attachments, from a shared pool, fresh random bytes, or the source file.
+        c.counter += 1
+        let id = "r\(c.counter)"
+        var attachments: [AttachmentSource] = []
+        for n in 0..<c.next(4) {
+            switch c.next(4) {
+            case 0: attachments.append(AttachmentSource(bytes: [blobA, blobB, blobD][c.next(3)], name: "pool\(n).bin"))
+            case 1: attachments.append(AttachmentSource(file: c.sourceFile, name: "c\(n).bin"))
+            default:
+                let size = 1 + c.next(2500)
+                attachments.append(AttachmentSource(bytes: (0..<size).map { _ in UInt8(c.next(256)) }, name: "u\(n).bin"))
+            }
+        }
+        try act("enqueue \(id) with \(attachments.count) attachment(s)") {
+            try o.enqueue(TurnDraft(requestID: id, conversationID: "c1", text: "random \(id)", attachments: attachments, surface: "cli"))
+        }
+    }
 }
 
 /// Opens a crashed outbox with the real store and holds it to what was acknowledged.
