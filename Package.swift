@@ -28,12 +28,17 @@ let package = Package(
         .target(name: "OutboxEngine", dependencies: ["HTTPWire", "EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
         // Engine client and the drain.
         .target(name: "OutboxSync", dependencies: ["EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
+        // `outbox bench`: figures measured in one run against the floor of the same disk.
+        .target(name: "OutboxBench", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         // Command implementations and rendering; the executable only forwards argv.
-        .target(name: "OutboxCLI", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
+        .target(name: "OutboxCLI", dependencies: ["OutboxBench", "OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         .executableTarget(name: "outbox", dependencies: ["OutboxCLI"]),
         .executableTarget(name: "outbox-engine", dependencies: ["OutboxEngine"]),
+        // Kill -9 torture of real outbox and outbox-engine processes (docs/RELIABILITY.md).
+        .target(name: "OutboxTorture", dependencies: ["EngineProtocol", "OutboxStore"]),
+        .executableTarget(name: "outbox-torture", dependencies: ["OutboxTorture"]),
         // A store workload for kill -9 tests: prints each acknowledged request id.
-        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
+        .executableTarget(name: "outbox-workload", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat", "OutboxSync"]),
 
         .testTarget(name: "OutboxFormatTests", dependencies: ["OutboxFormat"]),
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),

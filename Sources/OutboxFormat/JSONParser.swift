@@ -122,7 +122,8 @@ private struct Parser {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: buf[start..<i]), as: UTF8.self)
         if isInteger, let v = Int64(text) { return .int(v) }
-        guard let d = Double(text) else { throw JSONParseError(offset: start, reason: "number out of range") }
+        // Double("1e999") is +inf, which JSON cannot write back: refuse it here.
+        guard let d = Double(text), d.isFinite else { throw JSONParseError(offset: start, reason: "number out of range") }
         return .double(d)
     }
 

@@ -17,6 +17,10 @@ public struct LogScan: Sendable {
     public var lastSeq: Int64?
     public var linesRead: Int
 
+    public init(validEnd: Int64, lastSeq: Int64?, linesRead: Int) {
+        self.validEnd = validEnd; self.lastSeq = lastSeq; self.linesRead = linesRead
+    }
+
     public enum Tail: Sendable, Equatable {
         case clean
         /// Bytes after the last newline: a write that never finished (or one in progress).
@@ -36,6 +40,7 @@ public struct LogScan: Sendable {
         public var line: Int
         public var offset: Int64
         public var reason: String
+        public init(line: Int, offset: Int64, reason: String) { self.line = line; self.offset = offset; self.reason = reason }
         public var description: String { "line \(line), byte offset \(offset): \(reason)" }
     }
 }

@@ -17,7 +17,7 @@ public struct BlobStore: Sendable {
     public func path(for sha256: String) -> String { "\(directory)/\(sha256)" }
 
     public func ensureDirectory() throws {
-        try Journal.ensureDirectory(directory, fs: fileSystem)
+        try Journal.ensureDirectory(directory, fs: fileSystem, allowSymlink: false)
     }
 
     /// Stores bytes from a file or memory and returns their hash and size. Durable on return.

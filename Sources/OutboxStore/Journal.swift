@@ -74,11 +74,21 @@ public final class Journal: @unchecked Sendable {
     /// readers still see what decoded before the damage.
     public static func open(path: String, lockPath: String? = nil, fileSystem fs: any FileSystem = PosixFileSystem(),
                             writable: Bool = true, clock: @escaping @Sendable () -> Int64 = Journal.systemClock) throws -> (Journal, [LogEntry]) {
+        var entries: [LogEntry] = []
+        let journal = try open(path: path, lockPath: lockPath, fileSystem: fs, writable: writable, clock: clock) { entries.append($0) }
+        return (journal, entries)
+    }
+
+    /// The same, handing each record to `visit` in file order instead of returning them all:
+    /// for owners that fold as they read.
+    public static func open(path: String, lockPath: String? = nil, fileSystem fs: any FileSystem = PosixFileSystem(),
+                            writable: Bool = true, clock: @escaping @Sendable () -> Int64 = Journal.systemClock,
+                            visit: (LogEntry) -> Void) throws -> Journal {
         let dir = parentDirectory(of: path)
         let lockPath = lockPath ?? path + ".lock"
         do {
             if writable {
-                try ensureDirectory(dir, fs: fs)
+                try ensureDirectory(dir, fs: fs, allowSymlink: true)
                 try ensureFile(path, fs: fs)
                 try ensureFile(lockPath, fs: fs)
                 // A process killed between creating the directory or the log and fsyncing their
@@ -97,19 +107,26 @@ public final class Journal: @unchecked Sendable {
             if writable {
                 journal.lockFD = try fs.open(lockPath, [.read, .write, .noFollow], mode: 0o600)
             }
-            let entries = try journal.initialLoad()
-            return (journal, entries)
+            try journal.initialLoad(visit)
+            return journal
         } catch let e as IOError {
             throw StoreError.io(e, context: "cannot open the log \(path)")
         }
     }
 
-    static func ensureDirectory(_ dir: String, fs: any FileSystem) throws {
+    /// Creates `dir` (0700) and any missing parents, fsyncing each new entry's parent.
+    /// `dir` itself and its parents may be symlinks to directories (a person chose where the
+    /// outbox lives); `allowSymlink: false` refuses one, for paths inside an outbox.
+    static func ensureDirectory(_ dir: String, fs: any FileSystem, allowSymlink: Bool = true) throws {
         if let st = try fs.linkStatus(dir) {
-            guard st.isDirectory else {
-                throw StoreError.invalidInput("\(dir) exists and is not a directory (symbolic links are not followed)")
+            if st.isDirectory { return }
+            if st.isSymlink && allowSymlink, let fd = try? fs.open(dir, [.read, .directory], mode: 0) {
+                try? fs.close(fd)
+                return
             }
-            return
+            throw StoreError.invalidInput(st.isSymlink
+                ? "\(dir) is a symbolic link; paths inside the outbox are not followed through links"
+                : "\(dir) exists and is not a directory")
         }
         try ensureDirectory(parentDirectory(of: dir), fs: fs)
         do { try fs.makeDirectory(dir, mode: 0o700) } catch let e as IOError where e.errno == .exists { return }
@@ -125,7 +142,7 @@ public final class Journal: @unchecked Sendable {
         try fs.syncDirectory(parentDirectory(of: path))
     }
 
-    private func initialLoad() throws -> [LogEntry] {
+    private func initialLoad(_ visit: (LogEntry) -> Void) throws {
         cond.lock(); defer { cond.unlock() }
         if let marker = try? fileSystem.readFile(sealMarkerPath), !marker.isEmpty,
            let info = try? JSONDecoder().decode(SealInfo.self, from: Data(marker)) {
@@ -133,19 +150,58 @@ public final class Journal: @unchecked Sendable {
         }
         if writable { _ = try fileSystem.lock(lockFD!, .exclusive, wait: true) }
         defer { if writable { try? fileSystem.unlock(lockFD!) } }
-        return try reloadLocked(repair: writable)
+        try reloadLocked(repair: writable, visit: visit)
     }
 
-    /// Reads the whole file again from offset 0. Caller holds `cond` (and the flock to repair).
     private func reloadLocked(repair: Bool) throws -> [LogEntry] {
-        let bytes = try fileSystem.read(fd, count: Int(try fileSystem.status(fd).size), at: 0)
+        var all: [LogEntry] = []
+        try reloadLocked(repair: repair) { all.append($0) }
+        return all
+    }
+
+    /// Reads the whole file again from offset 0, in chunks of whole lines, handing each record to
+    /// `visit` as it goes so a large log is never held in memory twice. Caller holds `cond` (and
+    /// the flock to repair).
+    private func reloadLocked(repair: Bool, visit: (LogEntry) -> Void) throws {
+        let size = try fileSystem.status(fd).size
         scannedEnd = 0; lineCount = 0; lastSeq = nil
-        let scan = LogScanner.scan(bytes)
-        try absorb(scan, repair: repair)
+        var total = LogScan(validEnd: 0, lastSeq: nil, linesRead: 0)
+        var buffer: [UInt8] = []
+        var base: Int64 = 0      // file offset of buffer[0]
+        var readOffset: Int64 = 0
+        while true {
+            let want = Int(min(Int64(Self.readChunk), max(0, size - readOffset)))
+            let more = want > 0 ? try fileSystem.read(fd, count: want, at: readOffset) : []
+            readOffset += Int64(more.count)
+            buffer += more
+            let atEnd = more.count < want || readOffset >= size
+            var cut = buffer.count
+            if !atEnd {
+                guard let nl = buffer.lastIndex(of: 0x0A) else { continue }
+                cut = nl + 1
+            }
+            let scan = buffer.withUnsafeBufferPointer {
+                LogScanner.scan(UnsafeBufferPointer(rebasing: $0[0..<cut]), baseOffset: base, baseLine: total.linesRead, lastSeq: total.lastSeq)
+            }
+            for e in scan.entries { visit(e) }
+            total.validEnd = scan.validEnd; total.lastSeq = scan.lastSeq; total.linesRead = scan.linesRead
+            if let c = scan.corruption { total.corruption = c; break }
+            if atEnd { total.tail = scan.tail; break }
+            if case .badFinalLine(let offset, _, let line, let reason) = scan.tail {
+                // Final only within this chunk: more lines follow, so it is corruption.
+                total.corruption = .init(line: line, offset: offset, reason: reason)
+                break
+            }
+            buffer.removeSubrange(0..<cut)
+            base += Int64(cut)
+        }
+        try absorb(total, repair: repair)
         writtenEnd = scannedEnd
         syncedEnd = scannedEnd
-        return scan.entries
     }
+
+    /// How much of a log is read at a time when it is loaded whole.
+    static let readChunk = 4 << 20
 
     /// Records a scan's outcome: how far we trust the file, and what to do with its tail.
     private func absorb(_ scan: LogScan, repair: Bool) throws {

@@ -29,7 +29,9 @@ extension Outbox {
 
         // Stage attachments while holding blobs.lock shared: a sweep cannot delete them before the
         // line that names them is durable.
-        let guardLock = try FileLock.acquire(paths.blobsLock, .shared, wait: true, fileSystem: fileSystem)
+        // A text-only turn stages nothing, so it needs no guard.
+        let guardLock = draft.attachments.isEmpty ? nil
+            : try FileLock.acquire(paths.blobsLock, .shared, wait: true, fileSystem: fileSystem)
         defer { guardLock?.release() }
         let refs = try draft.attachments.map { try reference(for: $0, hashOnly: false) }
 

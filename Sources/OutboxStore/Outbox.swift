@@ -66,10 +66,21 @@ public final class Outbox: @unchecked Sendable {
                 try fileSystem.setMode(paths.directory, 0o700)
             }
         }
-        let (journal, entries) = try Journal.open(path: paths.log, lockPath: paths.lock, fileSystem: fileSystem,
-                                                  writable: mode == .readWrite, clock: clock)
+        // Fold while reading: a large log is never held as records and state at once.
+        var state = OutboxState()
+        var seal: SealInfo?
+        let journal = try Journal.open(path: paths.log, lockPath: paths.lock, fileSystem: fileSystem,
+                                       writable: mode == .readWrite, clock: clock) { entry in
+            guard seal == nil else { return }
+            if let reason = state.apply(entry) {
+                seal = SealInfo(path: paths.log, line: entry.line, offset: entry.offset, reason: reason)
+            }
+        }
         let outbox = Outbox(paths: paths, fileSystem: fileSystem, mode: mode, options: options, journal: journal, clock: clock)
-        outbox.mutex.withLock { outbox.fold(.reloaded(entries)) }
+        outbox.mutex.withLock {
+            outbox.state = state
+            outbox.semanticSeal = seal
+        }
         for r in journal.repairs {
             outbox.recoveryNotes.append("cut a torn last line (\(r.length) bytes at offset \(r.offset): \(r.reason)); bytes kept in \(r.savedAs)")
         }

@@ -42,10 +42,12 @@ public struct OutboxState: Sendable {
             if let old = turns[id], old.isLive { return "turn \(id) is enqueued twice" }
             guard conversations[conversation] != nil else { return "turn \(id) names unknown conversation \(conversation)" }
             if turns[id] == nil { turnOrder.append(id) }
+            let previous = turns[id]
             turns[id] = Turn(id: id, conversationID: conversation, text: text, attachments: attachments, surface: surface,
                              createdAt: createdAt, state: .queued, attempt: 0, nextAttemptAt: nil, lastError: nil,
                              engineAnswer: nil, reply: nil, mayHaveLanded: false, enqueuedSeq: entry.seq, enqueuedAt: entry.at,
                              updatedAt: entry.at, syncedAt: nil)
+            account(previous, turns[id]!)
         case let .state(id, to, attempt, next, error, answer, reason):
             guard var t = turns[id] else { return "state change for unknown turn \(id)" }
             guard Self.allows(t.state, to) else { return "turn \(id) cannot go from \(t.state.rawValue) to \(to.rawValue)" }
@@ -57,18 +59,21 @@ public struct OutboxState: Sendable {
             t.nextAttemptAt = next
             if let error { t.lastError = error } else if to == .synced { t.lastError = nil }
             t.updatedAt = entry.at
+            account(turns[id], t)
             turns[id] = t
         case let .reply(id, status, text, error):
             guard var t = turns[id] else { return "reply for unknown turn \(id)" }
             guard t.state == .synced else { return "reply for turn \(id), which is \(t.state.rawValue), not synced" }
             t.reply = Reply(status: status, text: text, error: error, at: entry.at)
             t.updatedAt = entry.at
+            account(turns[id], t)
             turns[id] = t
         case let .retired(id):
             guard var t = turns[id] else { return "retired record for unknown turn \(id)" }
             guard t.state == .synced else { return "turn \(id) is retired while \(t.state.rawValue), not synced" }
             t.state = .retired
             t.updatedAt = entry.at
+            account(turns[id], t)
             turns[id] = t
         case let .cancelled(id):
             guard var t = turns[id] else { return "cancelled record for unknown turn \(id)" }
@@ -77,6 +82,7 @@ public struct OutboxState: Sendable {
             }
             t.state = .cancelled
             t.updatedAt = entry.at
+            account(turns[id], t)
             turns[id] = t
         }
         return nil
@@ -87,10 +93,15 @@ public struct OutboxState: Sendable {
     public var orderedConversations: [Conversation] { conversationOrder.compactMap { conversations[$0] } }
 
     /// Records a compacted log needs: the live state and nothing else.
-    public var liveRecordEstimate: Int {
-        var n = conversations.count * 2
-        for t in turns.values where t.isLive { n += 2 + (t.reply != nil ? 1 : 0) }
-        return n
+    /// Kept up to date by `apply`, so checking it on every write costs nothing.
+    public var liveRecordEstimate: Int { conversations.count * 2 + liveTurnCount * 2 + liveReplyCount }
+    private var liveTurnCount = 0
+    private var liveReplyCount = 0
+
+    /// Keeps the live counts in step when a turn changes (nil: did not exist).
+    private mutating func account(_ old: Turn?, _ new: Turn) {
+        if let old, old.isLive { liveTurnCount -= 1; if old.reply != nil { liveReplyCount -= 1 } }
+        if new.isLive { liveTurnCount += 1; if new.reply != nil { liveReplyCount += 1 } }
     }
 
     /// The records that rebuild this state (compaction): every conversation; every live turn

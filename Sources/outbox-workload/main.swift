@@ -8,6 +8,7 @@
 import OutboxFormat
 import OutboxIO
 import OutboxStore
+import OutboxSync
 
 setvbuf(stdout, nil, _IOLBF, 0)
 
@@ -23,9 +24,20 @@ var dir = ""
 var count = 1_000_000
 var attach = false
 var tag = "w\(getpid())"
+// drain options
+var engineURL = ""
+var token = ""
+var watch = false
+var batch = 64
+var retentionMillis: Int64 = 24 * 3_600_000
 var i = 0
 while i < args.count {
     switch args[i] {
+    case "--url": engineURL = args[i + 1]; i += 2
+    case "--token": token = args[i + 1]; i += 2
+    case "--watch": watch = true; i += 1
+    case "--batch": batch = Int(args[i + 1]) ?? batch; i += 2
+    case "--retention-ms": retentionMillis = Int64(args[i + 1]) ?? retentionMillis; i += 2
     case "--dir": dir = args[i + 1]; i += 2
     case "--count": count = Int(args[i + 1]) ?? count; i += 2
     case "--attach": attach = true; i += 1
@@ -71,6 +83,35 @@ do {
             print("synced \(id)")
             if n % 2 == 0 { try outbox.retire([id]); print("retired \(id)") }
         }
+    // ---- drain (issue 4's kill -9 and signal tests) ------------------------------------------
+    // Runs the drain once (or in watch mode until SIGINT/SIGTERM) and prints one line per event:
+    // "delivered ID HOW", "failed ID", "attention ID", "reply ID"; then "done" with the counts.
+    case "drain":
+        let outbox = try Outbox.open(directory: dir)
+        var options = Drain.Options()
+        options.batchSize = batch
+        options.retentionMillis = retentionMillis
+        options.retry = RetryPolicy(baseMillis: 5, capMillis: 50, jitter: 0.2, attemptLimit: 1_000)
+        let drain = Drain(outbox: outbox, client: EngineClient(baseURL: engineURL, token: token, timeout: 5), options: options,
+                          onEvent: { event in
+            switch event {
+            case .delivered(let id, let how): print("delivered \(id) \(how)")
+            case .failed(let id, _, _): print("failed \(id)")
+            case .needsAttention(let id, let e): print("attention \(id) \(e)")
+            case .reply(let id, _, _, _): print("reply \(id)")
+            default: break
+            }
+        })
+        let report: DrainReport
+        if watch {
+            let stop = DrainStop.onSignals()
+            print("watching")
+            report = try drain.watch(stop: stop)
+        } else {
+            report = try drain.runOnce()
+        }
+        print("done delivered=\(report.delivered.count) found=\(report.foundByStatusCheck.count) replayed=\(report.replayed.count) requeued=\(report.requeuedAtStart.count) pending=\(report.pending) stopped=\(report.stopped)")
+    // ---- end drain ----------------------------------------------------------------------------
     default:
         fail("unknown command \(command)")
     }

@@ -143,11 +143,10 @@ struct URLSessionInteropTests {
         }
         let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         let sha = try sha256Hex(bytes)
-        let start = Date()
+        // libcurl sends `Expect: 100-continue` for this body; the interim response itself is
+        // checked byte for byte in EngineProcessTests.expectContinueIsAnsweredBeforeTheBody.
         let (putStatus, _) = try await send("PUT", "/blobs/\(sha)", Data(bytes))
-        let putSeconds = Date().timeIntervalSince(start)
         #expect(putStatus == 201)
-        #expect(putSeconds < 0.8, "a 200 KB PUT took \(putSeconds) s (a missed 100-continue costs 1 s)")
         #expect(try await send("POST", "/conversations", Data(WireJSON.encode(conversation("c1")))).0 == 201)
         let a = Attachment(sha256: sha, name: "x.bin", size: Int64(bytes.count), type: "application/octet-stream")
         let (status, data) = try await send("POST", "/conversations/c1/turns", Data(WireJSON.encode(turn("u1", "hi", attachments: [a]))),

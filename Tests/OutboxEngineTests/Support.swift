@@ -164,7 +164,7 @@ final class HTTPClient: @unchecked Sendable {
     }
 
     /// Reads one response (Content-Length framed). Throws at EOF.
-    func readResponse(head: Bool = false) throws -> Response {
+    func readResponse(head: Bool = false, skipContinue: Bool = true) throws -> Response {
         while true {
             if let end = findHeadEnd() {
                 let headText = String(decoding: pending[0..<end], as: UTF8.self)
@@ -179,7 +179,7 @@ final class HTTPClient: @unchecked Sendable {
                 while pending.count < end + 4 + length { try fill() }
                 let body = Array(pending[(end + 4)..<(end + 4 + length)])
                 pending.removeSubrange(0..<(end + 4 + length))
-                if status == 100 { continue }
+                if status == 100 && skipContinue { continue }
                 return Response(status: status, headers: headers, body: body)
             }
             try fill()

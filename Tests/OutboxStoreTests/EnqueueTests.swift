@@ -124,3 +124,25 @@ import OutboxIO
         #expect(scan.corruption == nil && scan.entries.count == 201)
     }
 }
+
+@Suite struct LocationTests {
+    @Test func theOutboxMayLiveBehindASymlinkButBlobsMayNot() throws {
+        let dir = TempDir()
+        try FileManager.default.createDirectory(atPath: dir.path + "/real", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: dir.path + "/link", withDestinationPath: dir.path + "/real")
+        let o = try Outbox.open(directory: dir.path + "/link/outbox")
+        try o.send("t1")
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/real/outbox/turns.jsonl"))
+
+        let other = dir.path + "/o2"
+        try FileManager.default.createDirectory(atPath: dir.path + "/elsewhere", withIntermediateDirectories: true)
+        let o2 = try Outbox.open(directory: other)
+        try FileManager.default.createSymbolicLink(atPath: other + "/blobs", withDestinationPath: dir.path + "/elsewhere")
+        do {
+            try o2.send("t1", attachments: [AttachmentSource(bytes: [1], name: "a")])
+            Issue.record("wrote an attachment through a symlinked blobs/")
+        } catch {
+            #expect("\(error)".contains("symbolic link"))
+        }
+    }
+}

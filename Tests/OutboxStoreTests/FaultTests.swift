@@ -130,3 +130,37 @@ import OutboxIO
         #expect(written.map(\.seq) == [1])
     }
 }
+
+@Suite struct ChunkedLoadTests {
+    /// A log larger than one read chunk loads the same as the scanner reads it whole, and damage
+    /// at a chunk boundary is still told apart from a torn tail.
+    @Test func aLogLargerThanOneChunkLoadsWholeAndClassifiesDamageAcrossChunks() throws {
+        let dir = TempDir()
+        var bytes: [UInt8] = []
+        var seq: Int64 = 0
+        while bytes.count < Journal.readChunk + 300_000 {
+            seq += 1
+            bytes += LineCodec.encode(seq: seq, type: "x", at: "2026-11-30T00:00:00.000Z", fields: ["pad": .string(String(repeating: "p", count: 500))])
+        }
+        let path = dir.path + "/big.jsonl"
+        writeBytes(path, bytes)
+        let (_, entries) = try Journal.open(path: path, writable: false)
+        #expect(entries == LogScanner.scan(bytes).entries && entries.count == Int(seq))
+
+        // Damage the line that straddles the first chunk boundary: corruption, not a torn tail.
+        let straddling = try #require(entries.first { $0.offset < Int64(Journal.readChunk) && $0.offset + Int64($0.length) > Int64(Journal.readChunk) })
+        var damaged = bytes
+        damaged[Int(straddling.offset) + 10] ^= 0x01
+        writeBytes(path, damaged)
+        let (j2, e2) = try Journal.open(path: path, writable: false)
+        #expect(j2.sealed?.line == straddling.line && e2.count == straddling.line - 1)
+
+        // Damage the last line of the first chunk's whole lines: more follows, so also corruption.
+        let lastInChunk = try #require(entries.last { $0.offset + Int64($0.length) <= Int64(Journal.readChunk) })
+        damaged = bytes
+        damaged[Int(lastInChunk.offset) + 10] ^= 0x01
+        writeBytes(path, damaged)
+        let (j3, _) = try Journal.open(path: path, writable: false)
+        #expect(j3.sealed?.line == lastInChunk.line)
+    }
+}

@@ -143,3 +143,24 @@ import OutboxIO
         #expect(report.sealed == nil)
     }
 }
+
+@Suite struct LiveCountTests {
+    /// The incremental live-record count matches a count from scratch after every kind of change.
+    @Test func theLiveRecordEstimateFollowsEveryChange() throws {
+        let dir = TempDir()
+        let o = try Outbox.open(directory: dir.outbox)
+        func fromScratch(_ s: OutboxState) -> Int {
+            s.conversations.count * 2 + s.turns.values.filter(\.isLive).map { 2 + ($0.reply != nil ? 1 : 0) }.reduce(0, +)
+        }
+        for i in 0..<6 { try o.send("t\(i)") }
+        #expect(o.snapshot.liveRecordEstimate == fromScratch(o.snapshot))
+        try o.apply([.syncing("t0"), .synced("t0", answer), .reply("t0", status: "answered", text: "a", error: nil),
+                     .reply("t0", status: "answered", text: "b", error: nil), .syncing("t1"), .synced("t1", answer)])
+        #expect(o.snapshot.liveRecordEstimate == fromScratch(o.snapshot))
+        try o.retire(["t0", "t1"])
+        try o.cancel("t2")
+        #expect(o.snapshot.liveRecordEstimate == fromScratch(o.snapshot))
+        try o.compact()
+        #expect(o.snapshot.liveRecordEstimate == fromScratch(o.snapshot))
+    }
+}
