@@ -91,6 +91,11 @@ public final class Journal: @unchecked Sendable {
                 try ensureDirectory(dir, fs: fs, allowSymlink: true)
                 try ensureFile(path, fs: fs)
                 try ensureFile(lockPath, fs: fs)
+                // A process killed between creating the directory or the log and fsyncing their
+                // parents leaves entries that exist but may not be durable, and every later open
+                // would trust them: fsync both parents at every writable open.
+                try fs.syncDirectory(dir)
+                try fs.syncDirectory(parentDirectory(of: dir))
             }
             guard let st = try fs.linkStatus(path) else { throw IOError(.noEntry, "open", path) }
             guard st.isRegular else {
