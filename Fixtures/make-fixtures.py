@@ -72,6 +72,9 @@ def main():
     final_bad[40] ^= 0x04
     write("final-line-bad-checksum", b"".join(v) + bytes(final_bad), good_blobs)
     write("all-zero-4k", b"\0" * 4096)
+    # A power cut filled the unsynced sectors after a torn line with garbage, newlines included.
+    garbage = bytes((i * 151 + 7) % 256 for i in range(300)).replace(b"\n", b"\x0b")
+    write("torn-garbage-newlines", b"".join(v) + turn(8, "t4", "never acknowledged")[:40] + b"\n" + garbage[:120] + b"\n" + garbage[120:] + b"\n", good_blobs)
     write("garbage-middle", b"".join(v[:3]) + b"\x93garbage that is not a record\n" + b"".join(v[3:]), good_blobs)
     flipped = bytearray(v[1])
     flipped[flipped.index(b"first message") + 2] ^= 0x01  # one bit in the text

@@ -2,7 +2,9 @@
 /// docs/DURABILITY.md in one pure function:
 ///
 /// - Only the tail may be torn: one incomplete last line (no newline, zero bytes included), or
-///   one final complete line whose checksum fails. Those bytes were never acknowledged.
+///   a complete line whose checksum fails when no line after it passes its checksum (a power cut
+///   can zero-fill or garbage-fill unsynced bytes, newlines included). Those bytes were never
+///   acknowledged.
 /// - Anything else that does not decode, or a sequence number that is not the previous plus one,
 ///   is corruption: scanning stops there and the entries before it are returned.
 public struct LogScan: Sendable {
@@ -82,6 +84,11 @@ public enum LogScanner {
             case .failure(let error):
                 if isLast && error.isChecksumFailure {
                     result.tail = .badFinalLine(offset: lineOffset, length: nl + 1 - start, line: line, reason: error.description)
+                } else if error.isChecksumFailure, let more = linesWithoutARecord(buf, from: nl + 1) {
+                    // Unsynced bytes torn, zero-filled or garbage-filled by a power cut can hold
+                    // newlines: damage that no checksummed line follows is still a torn tail.
+                    result.tail = .badFinalLine(offset: lineOffset, length: n - start, line: line,
+                                                reason: "\(error.description), then \(more) more damaged line(s) and no record")
                 } else {
                     result.corruption = .init(line: line, offset: lineOffset, reason: error.description)
                 }
@@ -90,6 +97,25 @@ public enum LogScanner {
             start = nl + 1
         }
         return result
+    }
+
+    /// How many lines follow `from` when none of them passes its checksum (a trailing piece
+    /// without a newline counts as one); nil as soon as one does.
+    static func linesWithoutARecord(_ buf: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        var start = from
+        var count = 0
+        while start < buf.count {
+            let end = firstNewline(buf, from: start) ?? buf.count
+            if case .failure(let e) = LineCodec.decode(UnsafeBufferPointer(rebasing: buf[start..<end])), e.isChecksumFailure {
+                count += 1
+            } else if end == buf.count {
+                count += 1  // an incomplete last piece that happens to decode was never terminated
+            } else {
+                return nil
+            }
+            start = end + 1
+        }
+        return count
     }
 
     @inline(__always)

@@ -36,7 +36,7 @@ public struct BlobStore: Sendable {
             case .file(let source):
                 let input: FileDescriptor
                 do { input = try fileSystem.open(source, [.read], mode: 0) } catch let e as IOError {
-                    throw StoreError.invalidInput("cannot read attachment \(source): \(e.errno)")
+                    throw StoreError.invalidInput("cannot read attachment \(source): \(e)")
                 }
                 defer { try? fileSystem.close(input) }
                 guard try fileSystem.status(input).isRegular else {

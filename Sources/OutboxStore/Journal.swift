@@ -91,6 +91,11 @@ public final class Journal: @unchecked Sendable {
                 try ensureDirectory(dir, fs: fs, allowSymlink: true)
                 try ensureFile(path, fs: fs)
                 try ensureFile(lockPath, fs: fs)
+                // A process killed between creating the directory or the log and fsyncing their
+                // parents leaves entries that exist but may not be durable, and every later open
+                // would trust them: fsync both parents at every writable open.
+                try fs.syncDirectory(dir)
+                try fs.syncDirectory(parentDirectory(of: dir))
             }
             guard let st = try fs.linkStatus(path) else { throw IOError(.noEntry, "open", path) }
             guard st.isRegular else {
@@ -182,10 +187,13 @@ public final class Journal: @unchecked Sendable {
             total.validEnd = scan.validEnd; total.lastSeq = scan.lastSeq; total.linesRead = scan.linesRead
             if let c = scan.corruption { total.corruption = c; break }
             if atEnd { total.tail = scan.tail; break }
-            if case .badFinalLine(let offset, _, let line, let reason) = scan.tail {
-                // Final only within this chunk: more lines follow, so it is corruption.
-                total.corruption = .init(line: line, offset: offset, reason: reason)
-                break
+            if case .badFinalLine(let offset, _, _, _) = scan.tail {
+                // Damage at the end of this chunk: whether a record follows it is decided by
+                // what comes next, so read on and scan again from the damaged line.
+                let keepFrom = Int(offset - base)
+                buffer.removeSubrange(0..<keepFrom)
+                base = offset
+                continue
             }
             buffer.removeSubrange(0..<cut)
             base += Int64(cut)

@@ -64,7 +64,7 @@ extension Outbox {
                 }
                 let sha: String
                 do { sha = try blobStore.hash(of: path) } catch let e as IOError {
-                    throw StoreError.invalidInput("cannot read attachment \(path): \(e.errno)")
+                    throw StoreError.invalidInput("cannot read attachment \(path): \(e)")
                 }
                 return AttachmentRef(sha256: sha, name: source.name, size: size, type: source.type)
             }

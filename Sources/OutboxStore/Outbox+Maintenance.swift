@@ -39,9 +39,16 @@ extension Outbox {
     func recover() throws {
         // Attachment checks read files: do them before taking the log lock.
         var broken: [(String, String)] = []
+        var unreadable: [String] = []
         for t in turns where t.state == .queued || t.state == .syncing {
             for a in t.attachments {
-                let ok = (try? blobStore.verify(a.sha256)) ?? false
+                // A read that fails (EIO, EMFILE…) is no evidence of damage: never write a
+                // durable verdict from it. The turn stays as it is; the next open checks again.
+                let ok: Bool
+                do { ok = try blobStore.verify(a.sha256) } catch {
+                    unreadable.append("could not check attachment \(a.name) of turn \(t.id) (\(error)); left as it is")
+                    break
+                }
                 if !ok {
                     let exists = fileSystem.exists(blobStore.path(for: a.sha256))
                     broken.append((t.id, exists
@@ -73,6 +80,7 @@ extension Outbox {
         }
         if requeued > 0 { recoveryNotes.append("\(requeued) turn(s) found syncing went back to queued") }
         if !broken.isEmpty { recoveryNotes.append("\(broken.count) turn(s) need attention: attachment missing or damaged") }
+        recoveryNotes += unreadable
         let swept = try sweep()
         if !swept.deletedBlobs.isEmpty || !swept.deletedTemps.isEmpty {
             recoveryNotes.append("swept \(swept.deletedBlobs.count) orphan blob(s) and \(swept.deletedTemps.count) temp file(s)")

@@ -108,8 +108,17 @@ extension Outbox {
             var sources: [AttachmentSource] = []
             var missing = false
             for a in t.attachments {
+                var readError: IOError?
                 let found = candidates.map { "\($0)/\(a.sha256)" }.first { p in
-                    fileSystem.exists(p) && ((try? blobStore.hash(of: p)) == a.sha256)
+                    guard fileSystem.exists(p) else { return false }
+                    do { return try blobStore.hash(of: p) == a.sha256 } catch {
+                        readError = readError ?? (error as? IOError)
+                        return false
+                    }
+                }
+                if found == nil, let readError {
+                    // Not missing, unreadable: stop rather than report it missing. Salvage again imports the rest.
+                    throw StoreError.io(readError, context: "cannot read attachment \(a.name) of turn \(t.id) to salvage it (imported so far: \(report.imported.count))")
                 }
                 guard let found else { report.missingAttachments.append((t.id, a.sha256)); missing = true; break }
                 sources.append(AttachmentSource(file: found, name: a.name, type: a.type))

@@ -107,6 +107,23 @@ import Foundation
         #expect(s.corruption?.line == 2 && s.corruption?.offset == Int64(one.count))
     }
 
+    /// Found by the power-loss simulation: unsynced bytes filled with garbage by a power cut can
+    /// hold newlines. Damage that no checksummed line follows is a torn tail, not corruption.
+    @Test func garbageWithNewlinesAfterTheLastRecordIsATornTail() {
+        let good = log(2)
+        let garbage: [UInt8] = Array(log(3).suffix(from: good.count).prefix(60)) + [0x0A, 0x93, 0x00, 0x0A] + Array(repeating: 0x41, count: 100) + [0x0A, 0x07]
+        let s = LogScanner.scan(good + garbage)
+        #expect(s.entries.count == 2 && s.corruption == nil)
+        #expect(s.tail.offset == Int64(good.count))
+        if case .badFinalLine(_, let length, let line, _) = s.tail { #expect(length == garbage.count && line == 3) } else { Issue.record("tail \(s.tail)") }
+    }
+
+    @Test func garbageFollowedByARecordIsStillCorruption() {
+        let good = log(2)
+        let s = LogScanner.scan(good + Array("garbage\n\u{0}\n".utf8) + log(1, from: 3))
+        #expect(s.corruption?.line == 3 && s.tail == .clean)
+    }
+
     @Test func sequenceGapsAndRepeatsAreCorruption() {
         let gap = log(1) + log(1, from: 3)
         #expect(LogScanner.scan(gap).corruption?.reason.contains("skips ahead") == true)

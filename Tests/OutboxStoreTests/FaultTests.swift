@@ -155,12 +155,22 @@ import OutboxIO
         let (j2, e2) = try Journal.open(path: path, writable: false)
         #expect(j2.sealed?.line == straddling.line && e2.count == straddling.line - 1)
 
-        // Damage the last line of the first chunk's whole lines: more follows, so also corruption.
+        // Damage the last line of the first chunk's whole lines: records follow, so corruption.
         let lastInChunk = try #require(entries.last { $0.offset + Int64($0.length) <= Int64(Journal.readChunk) })
         damaged = bytes
         damaged[Int(lastInChunk.offset) + 10] ^= 0x01
         writeBytes(path, damaged)
         let (j3, _) = try Journal.open(path: path, writable: false)
         #expect(j3.sealed?.line == lastInChunk.line)
+
+        // Garbage lines from there to the end of the file, across the chunk boundary: no record
+        // follows, so it is a torn tail, exactly as a whole-file scan says.
+        damaged = Array(bytes[0..<Int(lastInChunk.offset)])
+        while damaged.count < Journal.readChunk + 100_000 { damaged += Array("garbage line\n".utf8) }
+        writeBytes(path, damaged)
+        let (j4, e4) = try Journal.open(path: path, writable: false)
+        #expect(j4.sealed == nil && e4.count == lastInChunk.line - 1)
+        #expect(j4.unrepairedTail.offset == lastInChunk.offset)
+        #expect(LogScanner.scan(damaged).corruption == nil)
     }
 }
