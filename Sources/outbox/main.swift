@@ -1,1 +1,5 @@
-print("outbox")
+// outbox: parse nothing here; the CLI library does it all.
+import Foundation
+import OutboxCLI
+
+exit(CLI.run(CommandLine.arguments))

@@ -1,0 +1,23 @@
+import OutboxStore
+
+enum GCCommand {
+    static let command = Command(spec: CommandSpec(name: "gc"), summary: "sweep unreferenced files and compact the log",
+                                 help: Usage.gc, run: run)
+
+    static func run(_ ctx: Context) throws -> ExitCode {
+        // Without the recovery sweep at open, so this sweep reports everything it removes.
+        var options = Outbox.Options()
+        options.recoverAtOpen = false
+        let outbox = try Outbox.open(directory: ctx.settings.directory, mode: .readWrite, options: options)
+        if let s = outbox.sealed { throw StoreError.sealed(s) }
+        let sweep = try outbox.sweep()
+        if sweep.skippedBecauseBusy {
+            ctx.term.out("sweep skipped: another process is saving attachments right now; run `outbox gc` again later")
+        } else {
+            ctx.term.out("deleted \(sweep.deletedBlobs.count) unreferenced attachment(s) and \(sweep.deletedTemps.count) temp file(s)")
+        }
+        let c = try outbox.compact()
+        ctx.term.out("compacted the log: \(c.recordsBefore) → \(c.recordsAfter) records, \(c.bytesBefore) → \(c.bytesAfter) bytes")
+        return .ok
+    }
+}

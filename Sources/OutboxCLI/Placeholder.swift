@@ -1,1 +1,0 @@
-// Module under construction; replaced as it lands.
