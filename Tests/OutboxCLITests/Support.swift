@@ -224,6 +224,15 @@ final class TmuxSession: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test runner's: a tmux server that kept the write end of another
+        // test's stdin pipe would keep that test's `outbox chat` from ever seeing end of input.
+        // (glibc ≥ 2.34 has posix_spawn_file_actions_addclosefrom_np; Swift's Glibc module does not
+        // export it, so it is looked up.)
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let sym = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            throw TestFailure("this glibc has no posix_spawn_file_actions_addclosefrom_np")
+        }
+        _ = unsafeBitCast(sym, to: AddCloseFrom.self)(&actions, 3)
         let argv = [tmux, "-L", socket, "-f", "/dev/null"] + args
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { for a in cArgs { free(a) } }
