@@ -201,7 +201,8 @@ func closedPort() -> UInt16 {
 
 /// `tmux` on a private server socket: a real terminal whose screen a test can read.
 final class TmuxSession: @unchecked Sendable {
-    let socket = "outbox-test-\(UUID().uuidString.prefix(8).lowercased())"
+    /// Its own server socket, removed by `close()`.
+    let socket = FileManager.default.temporaryDirectory.path + "/outbox-tmux-\(UUID().uuidString.prefix(8).lowercased()).sock"
     let name = "t"
     let tmux: String
 
@@ -233,7 +234,7 @@ final class TmuxSession: @unchecked Sendable {
             throw TestFailure("this glibc has no posix_spawn_file_actions_addclosefrom_np")
         }
         _ = unsafeBitCast(sym, to: AddCloseFrom.self)(&actions, 3)
-        let argv = [tmux, "-L", socket, "-f", "/dev/null"] + args
+        let argv = [tmux, "-S", socket, "-f", "/dev/null"] + args
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { for a in cArgs { free(a) } }
         var cEnv = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -273,5 +274,8 @@ final class TmuxSession: @unchecked Sendable {
     }
 
     /// Ends this test's tmux server (and the program in it).
-    func close() { _ = try? run(["kill-server"]) }
+    func close() {
+        _ = try? run(["kill-server"])
+        unlink(socket)
+    }
 }
