@@ -1,6 +1,7 @@
 import Foundation
 import OutboxFormat
 import OutboxStore
+import OutboxBench
 
 /// The `outbox` command line. The executable only calls `CLI.run`.
 public enum CLI {
@@ -8,6 +9,8 @@ public enum CLI {
 
     /// Runs one invocation and returns its exit code (0 ok, 1 failure, 2 usage, 3 sealed).
     public static func run(_ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment) -> Int32 {
+        // `outbox bench` starts this binary again as its enqueue and memory workers.
+        if let code = BenchWorker.runIfRequested(argv) { return code }
         ignoreSIGPIPE()
         let term = Terminal(environment: environment)
         do {
@@ -59,7 +62,7 @@ enum Commands {
         ChatCommand.command, SendCommand.command, StatusCommand.command, ListCommand.command, ShowCommand.command,
         LogCommand.command, ConversationsCommand.command, RetryCommand.command, CancelCommand.command,
         DrainCommand.command, VerifyCommand.command, GCCommand.command, ResetCommand.command, SalvageCommand.command,
-        DemoCommand.command, HelpCommand.command, CompletionCommand.command,
+        DemoCommand.command, BenchCommand.command, HelpCommand.command, CompletionCommand.command,
     ]
     static let byName: [String: Command] = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
 }

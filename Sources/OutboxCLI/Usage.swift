@@ -26,6 +26,7 @@ enum Usage {
       salvage         re-import unsent turns from a damaged log
     Other:
       demo            a scripted tour on a temporary outbox and engine
+      bench           measure enqueue, group commit, open and drain against the disk's floor
       help            help for a command: outbox help send
       completion      shell completion: outbox completion bash|zsh
 
@@ -124,11 +125,25 @@ enum Usage {
     """
 
     static let drain = """
-    usage: outbox drain [--watch]
+    usage: outbox drain [--watch] [--retention SECONDS]
 
     Delivers every queued turn that is due and records replies, then exits. With --watch it keeps
     running and delivers new turns as they are enqueued (stop it with Ctrl-C or SIGTERM). Only one
     drain runs per outbox at a time.
+
+      --retention SECONDS   retire delivered turns whose reply is recorded after this long
+                            (default 86400, a day; 0 retires at once and deletes their attachments)
+    """
+
+    static let bench = """
+    usage: outbox [--dir DIR] bench [--quick] [--json]
+
+    Measures, in one run, on the filesystem the outbox directory is on (a temporary directory
+    beside it, removed afterwards; it never touches the outbox itself):
+    the floor (write + fdatasync of a record-sized line), enqueue latency against it, group
+    commit across threads and processes, opening 1k/10k/100k-record logs (against jq), drain
+    throughput to the reference engine on loopback against raw POSTs, and peak memory.
+    --quick takes well under 30 seconds; --json prints one object (see docs/PERFORMANCE.md).
     """
 
     static let verify = """

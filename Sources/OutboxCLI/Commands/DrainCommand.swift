@@ -4,7 +4,7 @@ import OutboxStore
 import OutboxSync
 
 enum DrainCommand {
-    static let command = Command(spec: CommandSpec(name: "drain", flags: ["--watch"]),
+    static let command = Command(spec: CommandSpec(name: "drain", flags: ["--watch"], options: ["--retention"]),
                                  summary: "deliver what is queued", help: Usage.drain, run: run)
 
     static func run(_ ctx: Context) throws -> ExitCode {
@@ -15,6 +15,12 @@ enum DrainCommand {
         let watch = ctx.args.has("--watch")
         var options = Drain.Options()
         options.replyWaitMillis = watch ? 0 : 10_000
+        if let r = ctx.args.value("--retention") {
+            guard let seconds = Double(r), seconds >= 0, seconds.isFinite else {
+                throw CLIError.usage("--retention takes seconds, 0 or more (for example 0 to retire at once, 86400 for a day)")
+            }
+            options.retentionMillis = Int64(seconds * 1000)
+        }
         var onEvent: (@Sendable (DrainEvent) -> Void)?
         if watch {
             onEvent = { @Sendable (e: DrainEvent) in term.out(stamp() + " " + describe(e)) }
