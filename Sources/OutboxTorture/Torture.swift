@@ -79,7 +79,11 @@ public final class Torture: @unchecked Sendable {
         threads.forEach { $0.start() }
         killUntilDone(started: started)
         lock.withLock { stopping = true }
-        while lanes.contains(where: { !$0.finished }) || lock.withLock({ !live.isEmpty }) { usleep(10_000) }
+        // The watching drain never exits by itself; senders and gc finish their current run.
+        while lanes.contains(where: { !$0.finished }) || lock.withLock({ !live.isEmpty }) {
+            lock.withLock { live.filter { $0.label == "drain" } }.forEach { $0.kill9() }
+            usleep(10_000)
+        }
 
         // Settle: engine up, one drain to the end, gc, then check everything.
         try ensureEngine()
@@ -186,6 +190,9 @@ public final class Torture: @unchecked Sendable {
     private func settle() throws {
         let deadline = Date().addingTimeInterval(120)
         while Date() < deadline {
+            // Kills of the drain and the engine push turns far out on their backoff (and every
+            // interrupted batch spends an attempt): a person's retry brings them all back now.
+            _ = try runToEnd(options.outboxExecutable, ["retry", "--all"], environment: environment)
             _ = try runToEnd(options.outboxExecutable, ["drain", "--retention", "0"], environment: environment)
             let o = try Outbox.open(directory: outboxDirectory, mode: .readOnly)
             let pending = o.turns.filter { $0.state == .queued || $0.state == .syncing || $0.state == .failedNeedsAttention }
