@@ -42,6 +42,14 @@ public enum JSONWriter {
 
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Fast path: most strings need no escape and are copied whole.
+        var s = s
+        let copied: Bool = s.withUTF8 { bytes in
+            for b in bytes where b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if copied { out.append(UInt8(ascii: "\"")); return }
         for byte in s.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)

@@ -16,7 +16,11 @@ public enum LineCodec {
     public static func encode(seq: Int64, type: String, at: String, fields: JSONObject) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        out.append(contentsOf: "{\"v\":\(version),\"seq\":\(seq),\"type\":".utf8)
+        out.append(contentsOf: #"{"v":"#.utf8)
+        appendDecimal(Int64(version), to: &out)
+        out.append(contentsOf: #","seq":"#.utf8)
+        appendDecimal(seq, to: &out)
+        out.append(contentsOf: #","type":"#.utf8)
         JSONWriter.writeString(type, into: &out)
         out.append(contentsOf: ",\"at\":".utf8)
         JSONWriter.writeString(at, into: &out)
@@ -26,7 +30,7 @@ public enum LineCodec {
             out.append(UInt8(ascii: ":"))
             JSONWriter.write(pair.value, into: &out)
         }
-        let crc = CRC32C.checksum(out)
+        let crc = out.withUnsafeBufferPointer { CRC32C.checksum($0) }
         out.append(contentsOf: suffixPrefix)
         out.append(contentsOf: hex8(crc))
         out.append(contentsOf: "\"}\n".utf8)
@@ -75,6 +79,20 @@ public enum LineCodec {
 
     public static func decode(_ line: [UInt8]) -> Result<LogEntry, LineError> {
         line.withUnsafeBufferPointer { decode($0) }
+    }
+
+    /// Decimal digits without going through String.
+    static func appendDecimal(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(contentsOf: String(v).utf8); return }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                      UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = 0
+        var x = v
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat { d[n] = UInt8(48 + x % 10); x /= 10; n += 1 } while x > 0
+            for k in stride(from: n - 1, through: 0, by: -1) { out.append(d[k]) }
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

@@ -1,12 +1,25 @@
 /// RFC 3339 UTC timestamps with milliseconds ("2026-11-30T14:55:59.123Z"), computed without
 /// Foundation so records format and parse identically everywhere.
 public enum Timestamp {
-    /// Milliseconds since 1970 → "YYYY-MM-DDTHH:MM:SS.mmmZ".
+    /// Milliseconds since 1970 → "YYYY-MM-DDTHH:MM:SS.mmmZ". Written digit by digit into one
+    /// buffer: it runs several times per enqueue.
     public static func format(millis: Int64) -> String {
         let (days, msOfDay) = floorDivMod(millis, 86_400_000)
         let (y, m, d) = civil(fromDays: days)
         let h = msOfDay / 3_600_000, mi = (msOfDay / 60_000) % 60, s = (msOfDay / 1000) % 60, ms = msOfDay % 1000
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(h, 2)):\(pad(mi, 2)):\(pad(s, 2)).\(pad(ms, 3))Z"
+        guard (0...9999).contains(y) else {
+            return "\(y)-\(pad(m, 2))-\(pad(d, 2))T\(pad(h, 2)):\(pad(mi, 2)):\(pad(s, 2)).\(pad(ms, 3))Z"
+        }
+        return String(unsafeUninitializedCapacity: 24) { buf in
+            func put(_ v: Int64, _ width: Int, at i: Int) {
+                var v = v
+                for k in stride(from: i + width - 1, through: i, by: -1) { buf[k] = UInt8(48 + v % 10); v /= 10 }
+            }
+            put(y, 4, at: 0); buf[4] = 0x2D; put(m, 2, at: 5); buf[7] = 0x2D; put(d, 2, at: 8)
+            buf[10] = 0x54; put(h, 2, at: 11); buf[13] = 0x3A; put(mi, 2, at: 14); buf[16] = 0x3A; put(s, 2, at: 17)
+            buf[19] = 0x2E; put(ms, 3, at: 20); buf[23] = 0x5A
+            return 24
+        }
     }
 
     /// Parses RFC 3339 (`Z` or ±HH:MM offset, optional fraction) → milliseconds since 1970.

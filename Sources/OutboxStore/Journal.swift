@@ -323,11 +323,20 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Keys the envelope owns: a record field by one of these names could not be read back.
-    static let envelopeKeys: Set<String> = ["v", "seq", "type", "at", "crc"]
+    static func isEnvelopeKey(_ k: String) -> Bool {
+        // Compared by length first: this runs for every field of every record written.
+        switch k.utf8.count {
+        case 1: return k == "v"
+        case 2: return k == "at"
+        case 3: return k == "seq" || k == "crc"
+        case 4: return k == "type"
+        default: return false
+        }
+    }
 
     static func checkFieldNames(_ records: [NewRecord]) throws {
         for r in records {
-            if let clash = r.fields.keys.first(where: { envelopeKeys.contains($0) }) {
+            if let clash = r.fields.pairs.first(where: { isEnvelopeKey($0.key) })?.key {
                 throw StoreError.invalidInput("record type \(r.type) uses the reserved field name \"\(clash)\"")
             }
         }

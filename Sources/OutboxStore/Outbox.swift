@@ -156,15 +156,24 @@ public final class Outbox: @unchecked Sendable {
     @discardableResult
     func commit<T>(_ body: (OutboxState) throws -> ([OutboxRecord], T)) throws -> T {
         guard mode == .readWrite else { throw StoreError.invalidInput("the outbox was opened read-only") }
+        var written: [OutboxRecord] = []
         let (result, _) = try journal.transaction({ update in
             try mutex.withLock {
                 fold(update)
                 if let s = semanticSeal { throw StoreError.sealed(s) }
                 let (records, r) = try body(state)
+                written = records
                 return (records.map { Journal.NewRecord(type: $0.typeName, fields: $0.fields) }, r)
             }
         }, didAppend: { entries in
-            mutex.withLock { fold(.appended(entries)) }
+            // Our own records, just checked by `body`: fold them without decoding them again.
+            mutex.withLock {
+                for (record, entry) in zip(written, entries) where semanticSeal == nil {
+                    if let reason = state.apply(record, entry) {
+                        semanticSeal = SealInfo(path: paths.log, line: entry.line, offset: entry.offset, reason: reason)
+                    }
+                }
+            }
         })
         try compactIfDominatedByDeadRecords()
         return result

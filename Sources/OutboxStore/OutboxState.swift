@@ -27,6 +27,11 @@ public struct OutboxState: Sendable {
     public mutating func apply(_ entry: LogEntry) -> String? {
         let record: OutboxRecord
         do { record = try OutboxRecord(type: entry.type, fields: entry.fields) } catch { return error.description }
+        return apply(record, entry)
+    }
+
+    /// Applies a record already in hand (the writer's own, just appended as `entry`): no decode.
+    public mutating func apply(_ record: OutboxRecord, _ entry: LogEntry) -> String? {
         recordCount += 1
         lastSeq = entry.seq
         switch record {

@@ -31,7 +31,8 @@ enum Validate {
         if t.utf8.count > maxTextBytes {
             throw StoreError.invalidInput("message is \(t.utf8.count) bytes; the limit is \(maxTextBytes) bytes (send long documents as attachments)")
         }
-        if t.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty && attachments == 0 {
+        // Stops at the first visible character, so it costs nothing for a real message.
+        if attachments == 0 && t.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
             throw StoreError.invalidInput("message is empty (nothing to send)")
         }
     }
