@@ -18,10 +18,10 @@ extension Outbox {
         try Validate.id(draft.conversationID, what: "conversation id")
         try Validate.surface(draft.surface)
         try Validate.text(draft.text, attachments: draft.attachments.count)
-        try refresh()
         if let s = sealed { throw StoreError.sealed(s) }
 
-        // Cheap idempotency check before touching any attachment.
+        // Cheap idempotency check before touching any attachment, on what this process has seen;
+        // the commit below checks again after catching up with every other writer.
         if let existing = turn(draft.requestID) {
             let refs = try draft.attachments.map { try reference(for: $0, hashOnly: true) }
             return try sameOrConflict(existing, draft, refs)
