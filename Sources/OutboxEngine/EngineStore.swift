@@ -56,10 +56,9 @@ final class EngineStore: @unchecked Sendable {
         self.blobDirectory = dataDirectory + "/blobs"
         self.fs = fileSystem
         self.commitDelay = commitDelay
-        if !fileSystem.exists(dataDirectory) {
-            try fileSystem.makeDirectory(dataDirectory, mode: 0o700)
-            try fileSystem.syncDirectory(parentDirectory(of: dataDirectory))
-        }
+        // Missing parents too (`--data ~/.local/share/outbox-engine-server` on a fresh machine),
+        // each new entry's parent fsynced.
+        try Journal.ensureDirectory(dataDirectory, fs: fileSystem)
         self.blobs = BlobStore(directory: blobDirectory, fileSystem: fileSystem)
         try blobs.ensureDirectory()
         let (journal, entries) = try Journal.open(path: dataDirectory + "/journal.jsonl", fileSystem: fileSystem)

@@ -117,7 +117,7 @@ public final class Journal: @unchecked Sendable {
     /// Creates `dir` (0700) and any missing parents, fsyncing each new entry's parent.
     /// `dir` itself and its parents may be symlinks to directories (a person chose where the
     /// outbox lives); `allowSymlink: false` refuses one, for paths inside an outbox.
-    static func ensureDirectory(_ dir: String, fs: any FileSystem, allowSymlink: Bool = true) throws {
+    public static func ensureDirectory(_ dir: String, fs: any FileSystem, allowSymlink: Bool = true) throws {
         if let st = try fs.linkStatus(dir) {
             if st.isDirectory { return }
             if st.isSymlink && allowSymlink, let fd = try? fs.open(dir, [.read, .directory], mode: 0) {
