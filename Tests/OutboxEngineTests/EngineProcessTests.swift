@@ -261,6 +261,13 @@ struct EngineProcessTests {
         #expect(try c.readResponse().status == 201)
     }
 
+    @Test func aMissingDataDirectoryIsCreatedWithItsParents() throws {
+        let dir = TempDir()
+        let engine = try EngineProcess(dataDir: dir.path + "/not/yet/there")
+        #expect(try engine.client().get("/api/health").status == 200)
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/not/yet/there/journal.jsonl"))
+    }
+
     @Test func expectContinueIsAnsweredBeforeTheBody() throws {
         let dir = TempDir()
         let engine = try EngineProcess(dataDir: dir.path)
