@@ -1,5 +1,6 @@
 import Foundation
 import OutboxIO
+import class OutboxStore.Journal
 
 /// `outbox-engine` arguments, parsed without I/O so they can be tested.
 public struct EngineCommandLine: Sendable, Equatable {
@@ -123,10 +124,7 @@ public struct EngineCommandLine: Sendable, Equatable {
             let text = String(decoding: try fileSystem.readFile(path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if !text.isEmpty { return (text, .stored(path)) }
         }
-        if !fileSystem.exists(dir) {
-            try fileSystem.makeDirectory(dir, mode: 0o700)
-            try fileSystem.syncDirectory(parentDirectory(of: dir))
-        }
+        try Journal.ensureDirectory(dir, fs: fileSystem)
         var rng = SystemRandomNumberGenerator()
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined()
         try fileSystem.writeFileDurably(path, Array((token + "\n").utf8), mode: 0o600)
