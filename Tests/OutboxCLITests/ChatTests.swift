@@ -40,7 +40,7 @@ struct ChatTests {
         _ = try tmux.waitFor("2 queued")
         try tmux.type("/quit")
         let end = try tmux.waitFor("EXIT=0")
-        #expect(end.contains("2 turn(s) still queued") && end.contains("outbox drain"), "\(end)")
+        #expect(end.contains("2 turns still queued") && end.contains("outbox drain"), "\(end)")
         let queued = try box.outbox(["list", "--state", "queued", "--json"]).json()["turns"] as? [[String: Any]]
         #expect(queued?.map { $0["text"] as? String } == ["are you there", "still typing"])
     }

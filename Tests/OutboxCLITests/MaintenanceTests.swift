@@ -44,7 +44,7 @@ struct MaintenanceTests {
         let v = try box.outbox(["verify", "--json"]).json()
         #expect((v["orphanBlobs"] as? [String])?.count == 1)
         let gc = try box.outbox(["gc"])
-        #expect(gc.code == 0 && gc.stdout.contains("deleted 1 unreferenced attachment(s)") && gc.stdout.contains("compacted the log"), "\(gc)")
+        #expect(gc.code == 0 && gc.stdout.contains("deleted 1 unreferenced attachment and") && gc.stdout.contains("compacted the log"), "\(gc)")
         #expect(!FileManager.default.fileExists(atPath: stray))
         #expect(box.read(box.log).count < sizeBefore)
         let log = try box.outbox(["log"])
