@@ -50,11 +50,12 @@ struct TrialTests {
         }
         var bytes = box.read(box.log)
         let text = String(decoding: bytes, as: UTF8.self)
-        let gamma = try #require(text.range(of: "gamma three"))
-        bytes[text.utf8.distance(from: text.utf8.startIndex, to: gamma.lowerBound)] = UInt8(ascii: "G")
-        _ = FileManager.default.createFile(atPath: box.log, contents: Data(bytes))   // line 4 of 4 damaged
+        let beta = try #require(text.range(of: "beta two"))
+        bytes[text.utf8.distance(from: text.utf8.startIndex, to: beta.lowerBound)] = UInt8(ascii: "B")
+        // Line 3 of 4 damaged (a damaged last line would be a torn tail, not a seal).
+        _ = FileManager.default.createFile(atPath: box.log, contents: Data(bytes))
 
-        let note = "outbox: the outbox is sealed at line 4 ("
+        let note = "outbox: the outbox is sealed at line 3 ("
         let tail = "); showing what was written before the damage — see `outbox status`\n"
         for args in [["list"], ["log"], ["conversations"], ["show", ids[0]]] {
             let r = try box.outbox(args)
@@ -64,9 +65,9 @@ struct TrialTests {
             let r = try box.outbox(args)
             #expect(r.code == 0 && r.stderr.isEmpty, "\(args): \(r)")
             let seal = try #require(r.json()["sealed"] as? [String: Any], "\(args): \(r)")
-            #expect(seal["line"] as? Int == 4 && seal["path"] as? String == box.log && seal["offset"] is Int && seal["reason"] is String)
+            #expect(seal["line"] as? Int == 3 && seal["path"] as? String == box.log && seal["offset"] is Int && seal["reason"] is String)
         }
-        #expect((try box.outbox(["list", "--json"]).json()["turns"] as? [Any])?.count == 2)
+        #expect((try box.outbox(["list", "--json"]).json()["turns"] as? [Any])?.count == 1)
         // Healthy: no note, and "sealed": null.
         let fresh = Sandbox()
         _ = try fresh.outbox(["send", "--no-wait", "fine"])
@@ -246,15 +247,16 @@ final class SilentEngine: @unchecked Sendable {
     var accepted: Int { lock.withLock { held.count } }
 
     init() throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         addr.sin_port = 0
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        guard bound == 0, listen(fd, 64) == 0 else { throw TestFailure("cannot listen") }
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, len) } }
+        guard bound == 0, listen(s, 64) == 0 else { close(s); throw TestFailure("cannot listen") }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
+        fd = s
         port = UInt16(bigEndian: addr.sin_port)
         let listener = fd
         Thread { [weak self] in
