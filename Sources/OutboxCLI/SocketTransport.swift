@@ -50,7 +50,8 @@ final class SocketTransport: EngineTransport, @unchecked Sendable {
 
     func send(_ request: HTTPExchangeRequest) throws -> HTTPExchangeResponse {
         let url = baseURL + request.path
-        let deadline = Date().addingTimeInterval(timeout)
+        // As URLSession: `timeout` without progress fails a request, and twice it bounds the whole.
+        let deadline = Date().addingTimeInterval(timeout * 2)
         let bytes = encode(request)
         if let fd = takeIdle() {
             do { return try exchange(fd, bytes, method: request.method, deadline: deadline) } catch let f as Failure where f.beforeAnswer && f.code != timedOut {
@@ -60,7 +61,7 @@ final class SocketTransport: EngineTransport, @unchecked Sendable {
             }
         }
         do {
-            let fd = try connect(deadline: deadline)
+            let fd = try connect(deadline: min(deadline, Date().addingTimeInterval(timeout)))
             return try exchange(fd, bytes, method: request.method, deadline: deadline)
         } catch let f as Failure {
             throw TransportError(method: request.method, url: url, code: f.code, message: f.message)
@@ -174,13 +175,14 @@ final class SocketTransport: EngineTransport, @unchecked Sendable {
 
     private func exchangeUnpooled(_ fd: Int32, _ bytes: [UInt8], method: String, deadline: Date) throws -> (HTTPExchangeResponse, Bool) {
         var sent = 0
+        var progress = Date()
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { sent += n; continue }
+            if n > 0 { sent += n; progress = Date(); continue }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                if pollRetrying(&p, deadline: deadline) == 0 {
+                if pollRetrying(&p, deadline: min(deadline, progress.addingTimeInterval(timeout))) == 0 {
                     throw Failure(code: timedOut, message: "timed out after \(Int(timeout))s sending the request", beforeAnswer: false)
                 }
                 continue
@@ -233,6 +235,7 @@ final class SocketTransport: EngineTransport, @unchecked Sendable {
         let owner: SocketTransport
         var buffer: [UInt8] = []
         var received = 0
+        var progress = Date()
         var eof = false
 
         init(fd: Int32, deadline: Date, timeout: TimeInterval, owner: SocketTransport) {
@@ -245,12 +248,12 @@ final class SocketTransport: EngineTransport, @unchecked Sendable {
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, $0.count, 0) }
-                if n > 0 { buffer.append(contentsOf: chunk[0..<n]); received += n; return true }
+                if n > 0 { buffer.append(contentsOf: chunk[0..<n]); received += n; progress = Date(); return true }
                 if n == 0 { eof = true; return false }
                 if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK {
                     var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    if owner.pollRetrying(&p, deadline: deadline) == 0 {
+                    if owner.pollRetrying(&p, deadline: min(deadline, progress.addingTimeInterval(timeout))) == 0 {
                         throw Failure(code: owner.timedOut, message: "timed out after \(Int(timeout))s waiting for an answer",
                                       beforeAnswer: false)
                     }
