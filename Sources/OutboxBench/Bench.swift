@@ -28,6 +28,8 @@ public struct BenchReport: Sendable {
     public var drainTurns = 0, drainPerSecond = 0.0, rawPerSecond = 0.0, drainRequests = 0
     public var peakRSS100k: Int64?
     public var log100kBytes: Int64 = 0
+    /// Peak RSS of the same worker opening a 1k-record log: the process's own floor.
+    public var baselineRSS: Int64 = 0
 
     public struct OpenPoint: Sendable {
         public var records: Int, bytes: Int64, recordsPerSecond: Double, mbPerSecond: Double
@@ -70,8 +72,7 @@ public enum Bench {
         progress("open")
         let o = OpenBench(directory: dir, executable: options.executable)
         for (label, n) in [("1k", 1_000), ("10k", 10_000), ("100k", 100_000)] {
-            let p = try o.run(records: n, measureMemory: n == 100_000)
-            if n == 100_000 { r.peakRSS100k = p.peakRSS; r.log100kBytes = p.bytes }
+            let p = try o.run(records: n, measureMemory: false)
             r.open.append((label, BenchReport.OpenPoint(
                 records: p.records, bytes: p.bytes, recordsPerSecond: p.recordsPerSecond, mbPerSecond: p.mbPerSecond,
                 compactedRecords: p.compactedRecords, compactedBytes: p.compactedBytes,
@@ -79,6 +80,11 @@ public enum Bench {
                 compactedMBPerSecond: Double(p.compactedBytes) / 1_048_576 / p.compactedSeconds,
                 jqSeconds: p.jqSeconds, seconds: p.seconds)))
         }
+
+        progress("memory")
+        let live = try o.livePeakRSS(records: 100_000)
+        r.peakRSS100k = live.rss; r.log100kBytes = live.logBytes
+        r.baselineRSS = try o.childOpenPeakRSS(dir + "/open-1000") ?? 0
 
         progress("drain")
         let d = try DrainBench(directory: dir, turns: q ? 1_000 : 10_000).run()

@@ -50,6 +50,37 @@ struct OpenBench {
         return Int(seq)
     }
 
+    /// Writes a log of `records` records that are all live: turns still waiting, each with one
+    /// failed attempt on record (what a long offline stretch leaves behind).
+    static func writeLiveLog(_ dir: String, records: Int) throws -> Int64 {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var bytes: [UInt8] = []
+        var seq: Int64 = 0
+        let at = Timestamp.format(millis: 1_795_000_000_000)
+        func add(_ r: OutboxRecord) {
+            seq += 1
+            bytes += LineCodec.encode(seq: seq, type: r.typeName, at: at, fields: r.fields)
+        }
+        add(.conversation(id: "bench", title: "bench", originSurface: "cli", createdAt: at))
+        var i = 0
+        while seq < Int64(records) {
+            let id = "t\(i)"
+            add(.turn(id: id, conversation: "bench", text: EnqueueBench.text, attachments: [], surface: "cli", createdAt: at))
+            add(.state(id: id, state: .syncing, attempt: 1, nextAttemptAt: nil, error: nil, answer: nil, reason: nil))
+            add(.state(id: id, state: .queued, attempt: 1, nextAttemptAt: at, error: "engine unreachable", answer: nil, reason: "retry-later"))
+            i += 1
+        }
+        try PosixFileSystem().writeFileDurably(dir + "/turns.jsonl", bytes)
+        return Int64(bytes.count)
+    }
+
+    /// Peak RSS of a fresh process opening a log of `records` live records, and that log's size.
+    func livePeakRSS(records: Int) throws -> (rss: Int64?, logBytes: Int64) {
+        let dir = "\(directory)/live-\(records)"
+        let size = try Self.writeLiveLog(dir, records: records)
+        return (try childOpenPeakRSS(dir), size)
+    }
+
     func run(records: Int, measureMemory: Bool) throws -> Point {
         let dir = "\(directory)/open-\(records)"
         let written = try Self.writeLog(dir, records: records)
@@ -93,7 +124,7 @@ struct OpenBench {
     }
 
     /// Peak RSS of a fresh process that only opens the log.
-    private func childOpenPeakRSS(_ dir: String) throws -> Int64? {
+    func childOpenPeakRSS(_ dir: String) throws -> Int64? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: executable)
         p.arguments = [BenchWorker.flag, "open", dir]

@@ -115,6 +115,9 @@ public enum Transition: Sendable {
     case failed(String, error: String, nextAttemptAt: String, spendsAttempt: Bool)
     /// Retrying cannot fix it: a person must look.
     case needsAttention(String, error: String)
+    /// The engine refused the turn itself (a 4xx to its POST): a person must look, and the turn
+    /// is known not to be on the engine, so it may be cancelled.
+    case rejected(String, error: String)
     /// An interrupted attempt goes back to queued, keeping its attempt count.
     case requeue(String, reason: String)
     /// A person's retry: back to queued with a fresh attempt budget.
@@ -124,7 +127,7 @@ public enum Transition: Sendable {
 
     var turnID: String {
         switch self {
-        case .syncing(let id), .synced(let id, _), .failed(let id, _, _, _), .needsAttention(let id, _),
+        case .syncing(let id), .synced(let id, _), .failed(let id, _, _, _), .needsAttention(let id, _), .rejected(let id, _),
              .requeue(let id, _), .retry(let id), .reply(let id, _, _, _), .conversationSynced(let id, _): return id
         }
     }

@@ -18,6 +18,8 @@ public struct SalvageReport: Sendable {
     /// Turns the damaged log says the engine already holds.
     public var skippedDelivered: [String] = []
     public var missingAttachments: [(turn: String, sha256: String)] = []
+    /// Lines whose checksum failed but that still read as a whole record, and were used.
+    public var acceptedDespiteChecksum: [Int] = []
 }
 
 extension Outbox {
@@ -72,6 +74,15 @@ extension Outbox {
         }
     }
 
+    /// A line that is a JSON object with a record's envelope, ignoring its checksum.
+    static func readDespiteChecksum(_ line: [UInt8]) -> LogEntry? {
+        guard let o = try? JSONParser.parseObject(line), o["v"]?.intValue == Int64(LineCodec.version),
+              let seq = o["seq"]?.intValue, let type = o["type"]?.stringValue, let at = o["at"]?.stringValue else { return nil }
+        var fields = JSONObject()
+        fields.pairs = o.pairs.filter { !["v", "seq", "type", "at", "crc"].contains($0.key) }
+        return LogEntry(seq: seq, type: type, at: at, fields: fields)
+    }
+
     /// Re-imports every decodable turn of a damaged log that it does not show as delivered,
     /// keeping request ids and attachments, so the engine's idempotency makes it safe.
     public func salvage(from logPath: String) throws -> SalvageReport {
@@ -80,8 +91,13 @@ extension Outbox {
         do { bytes = try fileSystem.readFile(logPath) } catch let e as IOError {
             throw StoreError.io(e, context: "cannot read \(logPath)")
         }
-        // Decode line by line, skipping what does not decode: salvage reads past damage.
+        // Decode line by line, skipping what does not decode: salvage reads past damage. The
+        // outbox's own conversations are known too, so a turn cut aside on its own can come back.
         var state = OutboxState()
+        for c in conversations {
+            let rec = OutboxRecord.conversation(id: c.id, title: c.title, originSurface: c.originSurface, createdAt: c.createdAt)
+            _ = state.apply(LogEntry(seq: 0, type: rec.typeName, at: c.recordedAt, fields: rec.fields))
+        }
         var attempted = Set<String>()
         var lineNo = 0
         var start = 0
@@ -92,7 +108,18 @@ extension Outbox {
             start = end + 1
             if line.isEmpty { continue }
             report.linesRead += 1
-            guard case .success(let entry) = LineCodec.decode(line) else { report.unreadableLines.append(lineNo); continue }
+            let entry: LogEntry
+            switch LineCodec.decode(line) {
+            case .success(let e): entry = e
+            case .failure(let error) where error.isChecksumFailure:
+                // A whole record whose checksum fails (a bit flip, or a torn line cut aside at
+                // open): salvage is a person's explicit act, so take it if it still reads as one.
+                guard let e = Self.readDespiteChecksum(line) else { report.unreadableLines.append(lineNo); continue }
+                entry = e
+                report.acceptedDespiteChecksum.append(lineNo)
+            case .failure:
+                report.unreadableLines.append(lineNo); continue
+            }
             if entry.type == "state", entry.fields["state"]?.stringValue == "syncing", let id = entry.fields["id"]?.stringValue {
                 attempted.insert(id)
             }

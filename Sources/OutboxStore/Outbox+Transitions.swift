@@ -49,6 +49,10 @@ extension Outbox {
         case .needsAttention(_, let error):
             guard t.state == .syncing || t.state == .queued else { throw refuse("be marked as needing attention") }
             return .state(id: t.id, state: .failedNeedsAttention, attempt: t.attempt, nextAttemptAt: nil, error: error, answer: nil, reason: nil)
+        case .rejected(_, let error):
+            guard t.state == .syncing || t.state == .queued else { throw refuse("be marked as rejected") }
+            return .state(id: t.id, state: .failedNeedsAttention, attempt: t.attempt, nextAttemptAt: nil, error: error, answer: nil,
+                          reason: OutboxState.rejectedReason)
         case .requeue(_, let reason):
             guard t.state == .syncing else { throw refuse("go back to queued") }
             return .state(id: t.id, state: .queued, attempt: t.attempt, nextAttemptAt: nil, error: t.lastError, answer: nil, reason: reason)

@@ -14,6 +14,9 @@ public struct OutboxState: Sendable {
 
     public init() {}
 
+    /// The `reason` of a `failedNeedsAttention` record written when the engine refused the turn.
+    public static let rejectedReason = "rejected"
+
     /// Whether `from → to` is a move the state machine allows (docs/FORMAT.md, "Transitions").
     public static func allows(_ from: TurnState, _ to: TurnState) -> Bool {
         switch (from, to) {
@@ -57,6 +60,8 @@ public struct OutboxState: Sendable {
             guard var t = turns[id] else { return "state change for unknown turn \(id)" }
             guard Self.allows(t.state, to) else { return "turn \(id) cannot go from \(t.state.rawValue) to \(to.rawValue)" }
             if to == .syncing { t.mayHaveLanded = true }
+            // The engine refused the POST itself: it does not hold the turn.
+            if to == .failedNeedsAttention && reason == Self.rejectedReason { t.mayHaveLanded = false }
             if to == .synced { t.syncedAt = entry.at; t.engineAnswer = answer; t.mayHaveLanded = true }
             if to == .queued && reason == "retry" { t.lastError = nil }
             t.state = to

@@ -1,4 +1,5 @@
 import Foundation
+import enum EngineProtocol.ErrorCode
 import OutboxFormat
 import OutboxIO
 import OutboxStore
@@ -436,14 +437,46 @@ public final class Drain: @unchecked Sendable {
         for a in t.attachments {
             if let e = blobFailures[a.sha256] { throw e }
         }
+        do {
+            return .posted(try post(t))
+        } catch {
+            guard let e = error as? EngineError else { throw error }
+            guard e.httpStatus == 404, e.code == ErrorCode.conversationNotFound, let conv = outbox.conversation(t.conversationID) else {
+                throw PostRejected.ifRejection(e)
+            }
+            // Every conversation in an outbox was created by this client, so an engine that does
+            // not know it (a new engine, a reset one) is told again — the creation is idempotent.
+            try recreate(conv)
+            return try postAgain(t)
+        }
+    }
+
+    private func post(_ t: Turn) throws -> TurnPostResult {
         bump(\.requests)
-        return .posted(try client.postTurn(conversationID: t.conversationID, requestID: t.id, text: t.text, attachments: t.attachments,
-                                           createdAt: t.createdAt, surface: t.surface))
+        return try client.postTurn(conversationID: t.conversationID, requestID: t.id, text: t.text, attachments: t.attachments,
+                                   createdAt: t.createdAt, surface: t.surface)
+    }
+
+    private func recreate(_ conv: OutboxStore.Conversation) throws {
+        bump(\.requests)
+        _ = try client.createConversation(id: conv.id, title: conv.title, originSurface: conv.originSurface, createdAt: conv.createdAt)
+    }
+
+    private func postAgain(_ t: Turn) throws -> Outcome {
+        let result: TurnPostResult
+        do { result = try post(t) } catch {
+            if let e = error as? EngineError { throw PostRejected.ifRejection(e) }
+            throw error
+        }
+        return .posted(result)
     }
 
     /// D3: the transition a failed attempt records, and whether the engine was unreachable.
     private func failure(_ t: Turn, _ error: Error, _ report: inout DrainReport) -> (Transition, Bool) {
         let attempt = t.attempt + 1
+        // A refusal of the POST itself means the engine does not hold the turn.
+        let rejected = error is PostRejected
+        let error = (error as? PostRejected)?.error ?? error
         let message = "\(error)"
         report.lastEngineError = message
         guard let e = error as? EngineError else {
@@ -455,7 +488,7 @@ public final class Drain: @unchecked Sendable {
         case .needsAttention:
             report.needsAttention.append(.init(turnID: t.id, error: message, nextAttemptAt: nil, attempt: attempt))
             emit(.needsAttention(turnID: t.id, error: message))
-            return (.needsAttention(t.id, error: message), false)
+            return (rejected ? .rejected(t.id, error: message) : .needsAttention(t.id, error: message), false)
         case .retryLater(let spends, let retryAfter, let engineDown):
             if spends && attempt >= options.retry.attemptLimit {
                 let m = "gave up after \(attempt) attempts; last error: \(message)"
@@ -572,4 +605,17 @@ public final class Drain: @unchecked Sendable {
     }
 
     private func emit(_ e: DrainEvent) { onEvent?(e) }
+}
+
+/// The engine answered the POST of a turn with a refusal: it does not hold the turn, so the
+/// turn is known not to have landed (it may be cancelled).
+struct PostRejected: Error, CustomStringConvertible {
+    var error: EngineError
+    var description: String { "\(error)" }
+
+    /// Wraps 4xx answers that mean "not taken"; 408, 409, 424 and 429 are not refusals.
+    static func ifRejection(_ e: EngineError) -> Error {
+        guard let s = e.httpStatus, (400..<500).contains(s), ![408, 409, 424, 429].contains(s) else { return e }
+        return PostRejected(error: e)
+    }
 }

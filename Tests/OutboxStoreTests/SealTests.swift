@@ -103,3 +103,26 @@ import OutboxIO
         #expect(fresh.turn("t1")?.mayHaveLanded == true && fresh.turn("t1")?.state == .queued)
     }
 }
+
+@Suite struct SalvageTornTests {
+    /// A bit flipped in the last line looks exactly like a torn write, so the writer cuts it
+    /// aside; salvage, a person's explicit act, brings the turn back from the aside file.
+    @Test func salvageTakesAWholeRecordBackFromATornTailFile() throws {
+        let dir = TempDir()
+        do {
+            let o = try Outbox.open(directory: dir.outbox)
+            try o.send("t1", "first")
+            try o.send("t2", "the last line")
+        }
+        var bytes = fileBytes(dir.outbox + "/turns.jsonl")
+        let i = try #require(String(decoding: bytes, as: UTF8.self).range(of: "the last line")).lowerBound.utf16Offset(in: String(decoding: bytes, as: UTF8.self))
+        bytes[i] ^= 0x20  // "The last line"
+        writeBytes(dir.outbox + "/turns.jsonl", bytes)
+        let o = try Outbox.open(directory: dir.outbox)
+        #expect(o.sealed == nil && o.turn("t2") == nil)
+        let aside = try #require(o.tailRepairs.first?.savedAs)
+        let report = try o.salvage(from: aside)
+        #expect(report.acceptedDespiteChecksum == [1] && report.imported == ["t2"])
+        #expect(o.turn("t2")?.text == "The last line" && o.turn("t2")?.conversationID == "c1")
+    }
+}
