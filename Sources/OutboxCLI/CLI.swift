@@ -87,9 +87,35 @@ final class Context: @unchecked Sendable {
         return try Outbox.open(directory: settings.directory, mode: .readOnly)
     }
 
-    /// Opens for writing (creating the outbox on first use). Recovery runs at open.
+    /// Opens for writing (creating the outbox on first use). Recovery runs at open; a torn last
+    /// line it cut is said on stderr.
     func openForWriting() throws -> Outbox {
-        try Outbox.open(directory: settings.directory, mode: .readWrite)
+        let o = try Outbox.open(directory: settings.directory, mode: .readWrite)
+        noteTailRepairs(o)
+        return o
+    }
+
+    /// One stderr line per torn last line the read-write open cut off (never silent).
+    func noteTailRepairs(_ o: Outbox) {
+        for r in o.tailRepairs {
+            term.err("outbox: cut a torn last line (\(Render.count(r.length, "byte")) at offset \(r.offset), never acknowledged) from the log; "
+                     + "its bytes are kept in \(r.savedAs) — `outbox salvage \(r.savedAs)` re-imports a whole record from it")
+        }
+    }
+
+    /// Reads of a sealed outbox show what was written before the damage, and say so (not with
+    /// --json: there the `sealed` field says it).
+    func noteSealedRead(_ o: Outbox?) {
+        guard let s = o?.sealed, !json else { return }
+        let at = s.line.map { "at line \($0)" } ?? s.offset.map { "at byte offset \($0)" } ?? "in \(s.path)"
+        term.err("outbox: the outbox is sealed \(at) (\(s.reason)); showing what was written before the damage — see `outbox status`")
+    }
+
+    /// `send`, `chat` and `drain` with a configured engine need its token: refuse before writing.
+    func requireEngineToken() throws {
+        if settings.engineURL != nil && settings.engineToken == nil {
+            throw CLIError.usage("--engine/OUTBOX_ENGINE_URL is set but OUTBOX_ENGINE_TOKEN is empty; export the engine's token (outbox-engine prints where it stored it)")
+        }
     }
 
     /// A writable outbox that refuses to go on when sealed, with the exit code for that.
@@ -102,6 +128,7 @@ final class Context: @unchecked Sendable {
     /// A turn by full id or by a unique prefix of at least 4 characters.
     func resolveTurn(_ idOrPrefix: String, in outbox: Outbox) throws -> Turn {
         if let t = outbox.turn(idOrPrefix) { return t }
+        try requireLongPrefix(idOrPrefix)
         let matches = idOrPrefix.count >= 4 ? outbox.turns.filter { $0.id.hasPrefix(idOrPrefix) } : []
         if matches.count == 1 { return matches[0] }
         if matches.count > 1 {
@@ -113,12 +140,19 @@ final class Context: @unchecked Sendable {
     /// A conversation by full id or by a unique prefix of at least 4 characters.
     func resolveConversation(_ idOrPrefix: String, in outbox: Outbox) throws -> OutboxStore.Conversation {
         if let c = outbox.conversation(idOrPrefix) { return c }
+        try requireLongPrefix(idOrPrefix)
         let matches = idOrPrefix.count >= 4 ? outbox.conversations.filter { $0.id.hasPrefix(idOrPrefix) } : []
         if matches.count == 1 { return matches[0] }
         if matches.count > 1 {
             throw CLIError.failure("\"\(idOrPrefix)\" matches \(matches.count) conversations; give more of the id")
         }
         throw CLIError.failure("no conversation \(idOrPrefix) in the outbox at \(settings.directory) (see `outbox conversations`)")
+    }
+
+    func requireLongPrefix(_ idOrPrefix: String) throws {
+        if idOrPrefix.count < 4 {
+            throw CLIError.usage("\"\(idOrPrefix)\" is too short: an id prefix needs at least 4 characters (see `outbox list`)")
+        }
     }
 
     func printJSON(_ v: OutboxFormat.JSONValue) { term.out(Render.json(v)) }

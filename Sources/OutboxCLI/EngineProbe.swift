@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import OutboxFormat
+import OutboxSync
 
 /// Can the engine be reached, and does it accept our token? For `status`.
 struct EngineProbe {
@@ -77,6 +78,17 @@ enum HTTPGet {
     }
 
     static func get(_ urlString: String, token: String?, timeout: TimeInterval) -> Result<(Int, Data), Failure> {
+        if let t = SocketTransport(baseURL: urlString, timeout: timeout) {
+            let where_ = URL(string: urlString).map { "\($0.host ?? urlString):\($0.port.map(String.init) ?? "")" } ?? urlString
+            do {
+                let r = try t.send(HTTPExchangeRequest(method: "GET", path: "", headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:]))
+                return .success((r.status, Data(r.body)))
+            } catch let e as TransportError {
+                return .failure(Failure(message: "\(where_) \(e.code == -1001 ? "timed out after \(Int(timeout))s" : e.message)"))
+            } catch {
+                return .failure(Failure(message: "\(where_) \(error)"))
+            }
+        }
         guard let url = URL(string: urlString) else { return .failure(Failure(message: "\(urlString) is not a URL")) }
         var req = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
         if let token { req.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }

@@ -15,6 +15,14 @@ enum Render {
         return "\(s / 86_400)d \((s % 86_400) / 3600)h"
     }
 
+    /// "1 turn", "2 turns"; `plural` for the irregular ones ("1 reply", "2 replies").
+    static func count(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(n) \(n == 1 ? singular : plural ?? singular + "s")"
+    }
+
+    /// "needs" for one, "need" for several: "1 turn needs", "2 turns need".
+    static func verb(_ n: Int, _ one: String, _ many: String) -> String { n == 1 ? one : many }
+
     static func pad2(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
 
     /// "12s ago" for a timestamp in the past.

@@ -73,15 +73,23 @@ func ignoreSIGPIPE() {
     signal(SIGPIPE, SIG_IGN)
 }
 
-/// Reads all of stdin.
-func readAllStandardInput() -> [UInt8] {
-    var out: [UInt8] = []
+/// Reads stdin to its end, keeping at most `limit` bytes of it (plus a line ending or two):
+/// an oversized message is measured, not held. `size` is the length without the trailing line
+/// endings, as the message would be sent.
+func readStandardInput(keepingAtMost limit: Int) -> (bytes: [UInt8], total: Int, size: Int) {
+    var kept: [UInt8] = []
+    var total = 0
+    var trailingNewlines = 0
     var buf = [UInt8](repeating: 0, count: 65536)
     while true {
         let n = buf.withUnsafeMutableBytes { read(0, $0.baseAddress, 65536) }
         if n < 0 { if errno == EINTR { continue }; break }
         if n == 0 { break }
-        out.append(contentsOf: buf[0..<n])
+        total += n
+        if kept.count <= limit + 2 { kept.append(contentsOf: buf[0..<min(n, limit + 3 - kept.count)]) }
+        var run = 0
+        while run < n, buf[n - 1 - run] == 10 || buf[n - 1 - run] == 13 { run += 1 }
+        trailingNewlines = run == n ? trailingNewlines + n : run
     }
-    return out
+    return (kept, total, total - trailingNewlines)
 }

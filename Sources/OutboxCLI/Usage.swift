@@ -1,3 +1,5 @@
+import OutboxStore
+
 /// Help texts. Each command's `help` is printed by `outbox help CMD` and `outbox CMD --help`.
 enum Usage {
     static let overview = """
@@ -66,7 +68,13 @@ enum Usage {
 
     Enqueues a turn durably, then delivers it and prints the reply on stdout. TEXT may be several
     words; `-` (or no TEXT with piped input) reads the message from stdin. If the engine cannot
-    be reached the turn stays queued (it is safe), the command says so and exits 0.
+    be reached the turn stays queued (it is safe), the command says so and exits 0. While the
+    engine has not answered it says so on stderr; Ctrl-C then exits 130 and the turn stays saved
+    for the next drain, send or chat.
+
+    An empty or whitespace-only message (without -a), an empty stdin, or a message over \(Outbox.maxTextBytes)
+    bytes exits 2 and writes nothing. With --engine/OUTBOX_ENGINE_URL set, OUTBOX_ENGINE_TOKEN must
+    be too (not needed with --no-wait).
 
       -c, --continue   continue the most recent conversation
       --cid ID         continue conversation ID
@@ -89,7 +97,8 @@ enum Usage {
     usage: outbox list [--state S] [--json]
 
     Turns in the order they were enqueued. S is one of: queued, syncing, synced, needs-attention,
-    cancelled, retired.
+    cancelled, retired. On a sealed outbox, list, show, log and conversations show what was
+    written before the damage, say so on stderr, and exit 0; their --json has "sealed".
     """
 
     static let show = """
@@ -122,6 +131,7 @@ enum Usage {
     usage: outbox cancel ID
 
     Cancels a turn that was never sent. A turn that may have reached the engine cannot be cancelled.
+    Cancelling a turn that is already cancelled says so and exits 0.
     """
 
     static let drain = """

@@ -28,7 +28,7 @@ struct ChatTests {
         let box = Sandbox()
         let env = box.environment.map { "\($0.key)='\($0.value)'" }.sorted().joined(separator: " ")
         let port = closedPort()
-        let tmux = try TmuxSession(command: "env -i \(env) TERM=xterm NO_COLOR=1 \(try binary("outbox")) chat --engine http://127.0.0.1:\(port); echo EXIT=$?; sleep 60")
+        let tmux = try TmuxSession(command: "env -i \(env) TERM=xterm NO_COLOR=1 OUTBOX_ENGINE_TOKEN=t \(try binary("outbox")) chat --engine http://127.0.0.1:\(port); echo EXIT=$?; sleep 60")
         defer { tmux.close() }
         _ = try tmux.waitFor("new conversation")
         try tmux.type("are you there")
@@ -40,7 +40,7 @@ struct ChatTests {
         _ = try tmux.waitFor("2 queued")
         try tmux.type("/quit")
         let end = try tmux.waitFor("EXIT=0")
-        #expect(end.contains("2 turn(s) still queued") && end.contains("outbox drain"), "\(end)")
+        #expect(end.contains("2 turns still queued") && end.contains("outbox drain"), "\(end)")
         let queued = try box.outbox(["list", "--state", "queued", "--json"]).json()["turns"] as? [[String: Any]]
         #expect(queued?.map { $0["text"] as? String } == ["are you there", "still typing"])
     }

@@ -13,7 +13,7 @@ struct DemoTests {
         for text in ["1. The engine is down", "queued and safe", "delivered 1", "engine> echo: hello while offline",
                      "killed the drain", "found on the engine by a status check", "no duplicate",
                      "sealed     YES", "the outbox is sealed and refuses writes", "the old log is kept at",
-                     "turn(s) imported", "healthy", "Done in"] {
+                     "imported; the engine's idempotency", "healthy", "Done in"] {
             #expect(r.stdout.contains(text) || r.stderr.contains(text), "missing \"\(text)\":\n\(r)")
         }
         #expect(!r.stdout.contains("DUPLICATES"))

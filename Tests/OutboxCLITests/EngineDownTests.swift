@@ -9,7 +9,7 @@ struct EngineDownTests {
     @Test func sendWhileDownExits0AndADrainDeliversLater() throws {
         let box = Sandbox()
         let down = "http://127.0.0.1:\(closedPort())"
-        let r = try box.outbox(["send", "--engine", down, "while", "down"])
+        let r = try box.outbox(["send", "--engine", down, "while", "down"], env: ["OUTBOX_ENGINE_TOKEN": "t"])
         #expect(r.code == 0, "\(r)")
         #expect(r.stdout.isEmpty && r.stderr.contains("queued and safe") && r.stderr.contains("connection refused"), "\(r)")
         let turn = try #require((try box.outbox(["list", "--json"]).json()["turns"] as? [[String: Any]])?.first)
@@ -19,7 +19,7 @@ struct EngineDownTests {
         let status = try box.outbox(["status", "--engine", down, "--json"]).json()
         #expect((status["engine"] as? [String: Any])?["reachable"] as? Bool == false)
         #expect(try box.outbox(["retry", "--all"]).code == 0)   // due now, so the drain tries it
-        let drainDown = try box.outbox(["drain", "--engine", down])
+        let drainDown = try box.outbox(["drain", "--engine", down], env: ["OUTBOX_ENGINE_TOKEN": "t"])
         #expect(drainDown.code == 1 && drainDown.stderr.contains("unreachable") && drainDown.oneErrorLine, "\(drainDown)")
 
         let engine = try EngineProcess(dataDir: box.path + "/engine")

@@ -66,13 +66,13 @@ struct SealTests {
 
         let salvage = try box.outbox(["salvage", aside])
         #expect(salvage.code == 0, "\(salvage)")
-        #expect(salvage.stdout.contains("2 turn(s) imported") && salvage.stdout.contains("unreadable (lines 2)"), "\(salvage)")
+        #expect(salvage.stdout.contains("2 turns imported") && salvage.stdout.contains("unreadable (line 2)"), "\(salvage)")
         let turns = try #require(try box.outbox(["list", "--json"]).json()["turns"] as? [[String: Any]])
         #expect(turns.map { $0["id"] as? String } == [ids[1], ids[2]], "request ids are kept")
         #expect(turns.allSatisfy { $0["state"] as? String == "queued" })
         // Salvaging again imports nothing twice.
         let again = try box.outbox(["salvage", aside])
-        #expect(again.code == 0 && again.stdout.contains("0 turn(s) imported") && again.stdout.contains("2 turn(s) already in this outbox"), "\(again)")
+        #expect(again.code == 0 && again.stdout.contains("0 turns imported") && again.stdout.contains("2 turns already in this outbox"), "\(again)")
         // And the re-imported turns deliver.
         let send = try box.outbox(["drain"])
         #expect(send.code == 0 && send.stdout.contains("delivered 2"), "\(send)")

@@ -108,7 +108,7 @@ struct SendTests {
         let noRecent = try box.outbox(["send", "--no-wait", "-c", "hi"])
         #expect(noRecent.code == 1 && noRecent.stderr.contains("there is none yet"), "\(noRecent)")
         let huge = try box.outbox(["send", "--no-wait", "-"], stdin: String(repeating: "x", count: 600_000))
-        #expect(huge.code == 1 && huge.stderr.contains("limit"), "\(huge)")
+        #expect(huge.code == 2 && huge.stderr.contains("limit") && huge.oneErrorLine, "\(huge)")
         let list = try box.outbox(["list", "--json"]).json()
         #expect((list["turns"] as? [Any])?.isEmpty == true, "none of it was queued")
     }

@@ -10,6 +10,7 @@ enum ChatCommand {
 
     static func run(_ ctx: Context) throws -> ExitCode {
         let choice = try ConversationChoice.parse(ctx.args, command: "chat")
+        try ctx.requireEngineToken()
         let outbox = try ctx.openUnsealed()
         let screen = ChatScreen(term: ctx.term)
         let session = ChatSession(ctx: ctx, outbox: outbox, screen: screen)
@@ -143,7 +144,7 @@ final class ChatSession: @unchecked Sendable {
                 } else {
                     try outbox.apply(ids.map { .retry($0) })
                     lock.withLock { for id in ids { printed.remove(id) } }
-                    screen.print("retrying \(ids.count) turn(s) now")
+                    screen.print("retrying \(Render.count(ids.count, "turn")) now")
                     stopDrain()
                     lock.withLock { engineDown = nil }
                     startDrain()
@@ -296,7 +297,7 @@ final class ChatSession: @unchecked Sendable {
             out.append(r.status == "answered" ? term.styled("engine>", .green) + " " + (r.text ?? "")
                        : term.styled("engine> (\(r.status): \(r.error ?? "no reply"))", .yellow))
         } else if t.state == .failedNeedsAttention {
-            out.append(term.styled("! needs attention: \(t.lastError ?? "unknown") — /retry once fixed", .yellow))
+            out.append(term.styled("! needs attention: \(t.lastError.map(Delivery.peopleWords) ?? "unknown") — /retry once fixed", .yellow))
         } else if t.state == .cancelled {
             out.append(term.styled("(cancelled)", .dim))
         } else if includeYou && t.isPending {
@@ -331,10 +332,10 @@ final class ChatSession: @unchecked Sendable {
             return
         }
         if !pending.isEmpty {
-            term.out("\(pending.count) turn(s) still queued, safe in \(ctx.paths.log); they will be sent by `outbox drain` (or a running `outbox drain --watch`), or the next `outbox send` or `outbox chat`")
+            term.out("\(Render.count(pending.count, "turn")) still queued, safe in \(ctx.paths.log); they will be sent by `outbox drain` (or a running `outbox drain --watch`), or the next `outbox send` or `outbox chat`")
         }
-        if !waiting.isEmpty { term.out("\(waiting.count) turn(s) delivered and awaiting a reply; `outbox drain` records it and `outbox log` shows it") }
-        if !attention.isEmpty { term.out("\(attention.count) turn(s) need attention: `outbox list --state needs-attention`, then `outbox retry ID`") }
+        if !waiting.isEmpty { term.out("\(Render.count(waiting.count, "turn")) delivered and awaiting \(Render.verb(waiting.count, "a reply", "replies")); `outbox drain` records \(Render.verb(waiting.count, "it", "them")) and `outbox log` shows it") }
+        if !attention.isEmpty { term.out("\(Render.count(attention.count, "turn")) \(Render.verb(attention.count, "needs", "need")) attention: `outbox list --state needs-attention`, then `outbox retry ID`") }
     }
 
     private var signalSources: [DispatchSourceSignal] = []

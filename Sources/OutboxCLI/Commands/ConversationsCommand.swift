@@ -9,8 +9,10 @@ enum ConversationsCommand {
         let outbox = try ctx.openForReading()
         let conversations = outbox?.conversations ?? []
         let turns = outbox?.turns ?? []
+        ctx.noteSealedRead(outbox)
         if ctx.json {
-            ctx.printJSON(.object(["conversations": .array(conversations.map { Render.conversationJSON($0, turns: turns) })]))
+            ctx.printJSON(.object(["conversations": .array(conversations.map { Render.conversationJSON($0, turns: turns) }),
+                                   "sealed": Render.sealJSON(outbox?.sealed)]))
             return .ok
         }
         if conversations.isEmpty { ctx.term.out("no conversations yet"); return .ok }

@@ -67,7 +67,7 @@ enum DemoCommand {
             if let turns = try? client.conversationTurns(c.id) { held += turns.count; unique.formUnion(turns.map(\.requestID)) }
         }
         let stats = try? client.stats()
-        demo.say("the engine holds \(held) turn(s) for \(unique.count) request id(s): \(held == unique.count ? "no duplicate" : "DUPLICATES") " +
+        demo.say("the engine holds \(Render.count(held, "turn")) for \(Render.count(unique.count, "request id")): \(held == unique.count ? "no duplicate" : "DUPLICATES") " +
                  "(\(stats?.turnPosts ?? 0) turn POSTs, \(stats?.idempotentReplays ?? 0) idempotent replays, \(stats?.statusChecks ?? 0) status checks)")
 
         demo.heading("4. Damage in the middle of the log seals it")

@@ -8,6 +8,7 @@ enum DrainCommand {
                                  summary: "deliver what is queued", help: Usage.drain, run: run)
 
     static func run(_ ctx: Context) throws -> ExitCode {
+        try ctx.requireEngineToken()
         let outbox = try ctx.openUnsealed()
         let connection = try EngineConnection.open(ctx.settings)
         defer { connection.close() }
@@ -29,6 +30,12 @@ enum DrainCommand {
         let report: DrainReport
         do {
             if watch {
+                // Refuse before announcing: a second watch must not say it is draining.
+                if let running = try FileLock.acquire(outbox.paths.drainLock, .exclusive, wait: false, fileSystem: outbox.fileSystem) {
+                    running.release()
+                } else {
+                    throw DrainError.alreadyRunning(lockPath: outbox.paths.drainLock)
+                }
                 let stop = DrainStop.onSignals()
                 term.out(stamp() + " draining \(ctx.paths.directory) to \(connection.embedded ? "the embedded engine at " : "")\(connection.url); Ctrl-C stops")
                 report = try drain.watch(stop: stop)
@@ -43,7 +50,7 @@ enum DrainCommand {
         // A watch ends on SIGINT/SIGTERM: that is a clean stop, whatever the engine was doing.
         if watch { return .ok }
         if !report.engineReachable {
-            term.err("outbox: the engine is unreachable (\(Delivery.shortEngineError(report.lastEngineError ?? "no answer"))); \(report.pending) turn(s) stay queued and safe")
+            term.err("outbox: the engine is unreachable (\(Delivery.shortEngineError(report.lastEngineError ?? "no answer"))); \(Render.count(report.pending, "turn")) \(Render.verb(report.pending, "stays", "stay")) queued and safe")
             return .failure
         }
         return report.needsAttention.isEmpty ? .ok : .failure
@@ -52,7 +59,7 @@ enum DrainCommand {
     static func summary(_ r: DrainReport) -> [String] {
         var lines: [String] = []
         if !r.requeuedAtStart.isEmpty {
-            lines.append("\(r.requeuedAtStart.count) turn(s) left mid-send by an earlier drain went back to the queue; the engine was asked before any resend")
+            lines.append("\(Render.count(r.requeuedAtStart.count, "turn")) left mid-send by an earlier drain went back to the queue; the engine was asked before any resend")
         }
         var parts = ["delivered \(r.delivered.count)"]
         if !r.replayed.isEmpty { parts.append("\(r.replayed.count) already on the engine (idempotent replay)") }
@@ -60,8 +67,8 @@ enum DrainCommand {
         parts.append("\(r.replies.count) repl\(r.replies.count == 1 ? "y" : "ies") recorded")
         if r.retired > 0 { parts.append("\(r.retired) retired") }
         lines.append(parts.joined(separator: ", "))
-        for f in r.failed { lines.append("retry later: \(f.turnID): \(f.error)" + (f.nextAttemptAt.map { " (next attempt \(Render.until($0)))" } ?? "")) }
-        for f in r.needsAttention { lines.append("needs attention: \(f.turnID): \(f.error) — `outbox retry \(f.turnID)` once fixed") }
+        for f in r.failed { lines.append("retry later: \(f.turnID): \(Delivery.shortEngineError(f.error))" + (f.nextAttemptAt.map { " (next attempt \(Render.until($0)))" } ?? "")) }
+        for f in r.needsAttention { lines.append("needs attention: \(f.turnID): \(Delivery.peopleWords(f.error)) — `outbox retry \(f.turnID)` once fixed") }
         for (turn, blocker) in r.blockedBehind.sorted(by: { $0.key < $1.key }) { lines.append("held back: \(turn) waits for \(blocker) (same conversation, order kept)") }
         var tail = "\(r.pending) queued"
         if r.awaitingReply > 0 { tail += ", \(r.awaitingReply) awaiting a reply" }
@@ -88,7 +95,7 @@ enum DrainCommand {
         case .reply(let id, let status, let text, let error):
             return status == "answered" ? "reply to \(id): \(Render.clip(text ?? "", 80))" : "reply to \(id) \(status): \(error ?? "")"
         case .failed(let id, let error, let next): return "retry later \(id): \(Delivery.shortEngineError(error)) (next attempt \(Render.until(next)))"
-        case .needsAttention(let id, let error): return "needs attention \(id): \(error)"
+        case .needsAttention(let id, let error): return "needs attention \(id): \(Delivery.peopleWords(error))"
         case .engineUnreachable(let error, let next): return "engine unreachable: \(Delivery.shortEngineError(error)) (next try \(Render.until(next)))"
         case .engineReachable: return "engine reachable again"
         }

@@ -9,15 +9,16 @@ enum GCCommand {
         var options = Outbox.Options()
         options.recoverAtOpen = false
         let outbox = try Outbox.open(directory: ctx.settings.directory, mode: .readWrite, options: options)
+        ctx.noteTailRepairs(outbox)
         if let s = outbox.sealed { throw StoreError.sealed(s) }
         let sweep = try outbox.sweep()
         if sweep.skippedBecauseBusy {
             ctx.term.out("sweep skipped: another process is saving attachments right now; run `outbox gc` again later")
         } else {
-            ctx.term.out("deleted \(sweep.deletedBlobs.count) unreferenced attachment(s) and \(sweep.deletedTemps.count) temp file(s)")
+            ctx.term.out("deleted \(Render.count(sweep.deletedBlobs.count, "unreferenced attachment")) and \(Render.count(sweep.deletedTemps.count, "temp file"))")
         }
         let c = try outbox.compact()
-        ctx.term.out("compacted the log: \(c.recordsBefore) → \(c.recordsAfter) records, \(c.bytesBefore) → \(c.bytesAfter) bytes")
+        ctx.term.out("compacted the log: \(c.recordsBefore) → \(Render.count(c.recordsAfter, "record")), \(c.bytesBefore) → \(Render.count(Int(c.bytesAfter), "byte"))")
         return .ok
     }
 }

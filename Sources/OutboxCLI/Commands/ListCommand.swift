@@ -13,9 +13,11 @@ enum ListCommand {
             }
             filter = st
         }
-        let turns = (try ctx.openForReading()?.turns ?? []).filter { filter == nil || $0.state == filter }
+        let outbox = try ctx.openForReading()
+        let turns = (outbox?.turns ?? []).filter { filter == nil || $0.state == filter }
+        ctx.noteSealedRead(outbox)
         if ctx.json {
-            ctx.printJSON(.object(["turns": .array(turns.map(Render.turnJSON))]))
+            ctx.printJSON(.object(["turns": .array(turns.map(Render.turnJSON)), "sealed": Render.sealJSON(outbox?.sealed)]))
             return .ok
         }
         if turns.isEmpty {
@@ -26,10 +28,10 @@ enum ListCommand {
         let rows = turns.map { t -> [String] in
             var note = ""
             if t.state == .queued, let next = t.nextAttemptAt { note = "next \(Render.until(next, now: now))" }
-            if t.state == .failedNeedsAttention, let e = t.lastError { note = Render.clip(e, 40) }
+            if t.state == .failedNeedsAttention, let e = t.lastError { note = Render.clip(Delivery.peopleWords(e), 40) }
             if t.state == .synced, let r = t.reply { note = r.status == "answered" ? "replied" : "reply \(r.status)" }
             return [t.id, Render.stateName(t.state), "\(t.attempt)", Render.ago(t.enqueuedAt, now: now), t.conversationID,
-                    Render.clip(t.text.isEmpty ? "[\(t.attachments.count) attachment(s)]" : t.text, 40), note]
+                    Render.clip(t.text.isEmpty ? "[\(Render.count(t.attachments.count, "attachment"))]" : t.text, 40), note]
         }
         for line in Render.table(["ID", "STATE", "TRIES", "AGE", "CONVERSATION", "TEXT", "NOTE"], rows) {
             ctx.term.out(line.trimmingCharacters(in: .whitespaces))

@@ -11,6 +11,7 @@ enum LogCommand {
             ctx.term.out("no conversations yet")
             return .ok
         }
+        ctx.noteSealedRead(outbox)
         var conversations = outbox.conversations
         if let cid = ctx.args.value("--cid") { conversations = [try ctx.resolveConversation(cid, in: outbox)] }
         if conversations.isEmpty { ctx.term.out("no conversations yet"); return .ok }
@@ -25,9 +26,9 @@ enum LogCommand {
                 for a in t.attachments { line += " [\(a.name)]" }
                 term.out(line)
                 switch t.state {
-                case .queued: term.out(term.styled("   (queued\(t.nextAttemptAt.map { ", next attempt " + Render.until($0) } ?? "")\(t.lastError.map { ": " + $0 } ?? ""))", .dim))
+                case .queued: term.out(term.styled("   (queued\(t.nextAttemptAt.map { ", next attempt " + Render.until($0) } ?? "")\(t.lastError.map { ": " + Delivery.peopleWords($0) } ?? ""))", .dim))
                 case .syncing: term.out(term.styled("   (sending)", .dim))
-                case .failedNeedsAttention: term.out(term.styled("   (needs attention: \(t.lastError ?? "unknown"); `outbox retry \(t.id)`)", .yellow))
+                case .failedNeedsAttention: term.out(term.styled("   (needs attention: \(t.lastError.map(Delivery.peopleWords) ?? "unknown"); \(Delivery.guidance(turn: t.id, lastError: t.lastError)))", .yellow))
                 case .cancelled: term.out(term.styled("   (cancelled)", .dim))
                 case .synced, .retired:
                     if let r = t.reply {

@@ -17,7 +17,7 @@ enum ResetCommand {
         if !ctx.args.has("--yes") && ctx.term.stdinIsTTY && ctx.term.stderrIsTTY {
             let pending = current.turns.filter { $0.isPending || $0.state == .failedNeedsAttention }.count
             if let seal { ctx.term.err("The outbox is sealed: \(seal)") }
-            ctx.term.errRaw("Start a fresh log? The current one (\(pending) undelivered turn(s)) moves to turns.damaged-<time>/ and nothing is deleted. [y/N] ")
+            ctx.term.errRaw("Start a fresh log? The current one (\(Render.count(pending, "undelivered turn"))) moves to turns.damaged-<time>/ and nothing is deleted. [y/N] ")
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
             guard answer == "y" || answer == "yes" else {
                 ctx.term.err("nothing changed")
@@ -28,7 +28,7 @@ enum ResetCommand {
         let term = ctx.term
         if let s = report.wasSealed { term.out("the outbox was sealed: \(s)") }
         term.out("started a fresh log at \(ctx.paths.log)")
-        term.out("the old log is kept at \(report.damagedLog) (with links to its \(report.blobsKept) attachment(s) in \(report.asideDirectory)/blobs)")
+        term.out("the old log is kept at \(report.damagedLog) (with links to its \(Render.count(report.blobsKept, "attachment")) in \(report.asideDirectory)/blobs)")
         term.out("to re-import its unsent turns: outbox salvage \(report.damagedLog)")
         return .ok
     }

@@ -27,7 +27,7 @@ enum RetryCommand {
         let unique = targets.filter { seen.insert($0.id).inserted }
         try outbox.apply(unique.map { .retry($0.id) })
         for t in unique { ctx.term.out("retry \(t.id): back in the queue with a fresh attempt budget") }
-        ctx.term.out("\(unique.count) turn(s) queued; `outbox drain` (or the next send or chat) delivers them")
+        ctx.term.out("\(Render.count(unique.count, "turn")) queued; `outbox drain` (or the next send or chat) delivers \(Render.verb(unique.count, "it", "them"))")
         return .ok
     }
 }

@@ -19,13 +19,13 @@ enum SalvageCommand {
         let outbox = try ctx.openUnsealed()
         let r = try outbox.salvage(from: path)
         let term = ctx.term
-        term.out("read \(r.linesRead) line(s) of \(path)" + (r.unreadableLines.isEmpty ? "" : "; \(r.unreadableLines.count) unreadable (lines \(r.unreadableLines.prefix(10).map(String.init).joined(separator: ", "))) skipped"))
+        term.out("read \(Render.count(r.linesRead, "line")) of \(path)" + (r.unreadableLines.isEmpty ? "" : "; \(r.unreadableLines.count) unreadable (\(Render.verb(r.unreadableLines.count, "line", "lines")) \(r.unreadableLines.prefix(10).map(String.init).joined(separator: ", "))) skipped"))
         for id in r.imported { term.out("imported \(id)") }
-        if r.conversationsCreated > 0 { term.out("recreated \(r.conversationsCreated) conversation(s)") }
-        if !r.alreadyPresent.isEmpty { term.out("\(r.alreadyPresent.count) turn(s) already in this outbox, left as they are") }
-        if !r.skippedDelivered.isEmpty { term.out("\(r.skippedDelivered.count) turn(s) the old log shows as delivered, not imported") }
+        if r.conversationsCreated > 0 { term.out("recreated \(Render.count(r.conversationsCreated, "conversation"))") }
+        if !r.alreadyPresent.isEmpty { term.out("\(Render.count(r.alreadyPresent.count, "turn")) already in this outbox, left as \(Render.verb(r.alreadyPresent.count, "it is", "they are"))") }
+        if !r.skippedDelivered.isEmpty { term.out("\(Render.count(r.skippedDelivered.count, "turn")) the old log shows as delivered, not imported") }
         for m in r.missingAttachments { term.out("not imported: turn \(m.turn) — its attachment \(m.sha256) is missing or damaged") }
-        term.out("\(r.imported.count) turn(s) imported; the engine's idempotency keeps any that already arrived from arriving twice")
+        term.out("\(Render.count(r.imported.count, "turn")) imported; the engine's idempotency keeps any that already arrived from arriving twice")
         return r.missingAttachments.isEmpty ? .ok : .failure
     }
 }

@@ -10,11 +10,11 @@ enum SendCommand {
 
     static func run(_ ctx: Context) throws -> ExitCode {
         let choice = try ConversationChoice.parse(ctx.args, command: "send")
+        if !ctx.args.has("--no-wait") { try ctx.requireEngineToken() }
         let text = try messageText(ctx)
         let attachments = try ctx.args.values("--attach").map { try attachmentSource($0, ctx: ctx) }
-        if text.isEmpty && attachments.isEmpty {
-            throw CLIError.usage("nothing to send: give TEXT, `-` to read stdin, or -a FILE (see `outbox help send`)")
-        }
+        // Every refusal comes before anything is written (no empty conversation is left behind).
+        try validate(text, attachments: attachments.count)
         let outbox = try ctx.openUnsealed()
         let (conversation, created) = try choice.resolve(outbox, ctx: ctx, firstText: text, attachments: attachments)
         let result = try outbox.enqueue(TurnDraft(requestID: newID(), conversationID: conversation.id, text: text,
@@ -41,12 +41,14 @@ enum SendCommand {
             if reply.status == "answered" {
                 ctx.term.out(reply.text ?? "")
             } else {
-                ctx.narrate("the engine could not answer turn \(turn.id): \(reply.error ?? reply.status)")
+                ctx.term.err("outbox: the engine could not answer turn \(turn.id): \(reply.error ?? reply.status)")
                 return .failure
             }
+        } else if turn.state == .failedNeedsAttention {
+            ctx.term.err("outbox: " + outcome.sentence(turn: turn))
+            return .failure
         } else {
             ctx.narrate(outcome.sentence(turn: turn))
-            if turn.state == .failedNeedsAttention { return .failure }
         }
         return .ok
     }
@@ -71,12 +73,31 @@ enum SendCommand {
         return .object(o)
     }
 
+    /// The message limits, checked before anything is written (exit 2, nothing queued).
+    static func validate(_ text: String, attachments: Int) throws {
+        let size = text.utf8.count
+        if size > Outbox.maxTextBytes { throw tooLong(size) }
+        if attachments == 0 && text.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
+            throw CLIError.usage(text.isEmpty
+                ? "nothing to send: give TEXT, `-` to read stdin, or -a FILE (see `outbox help send`)"
+                : "nothing to send: the message is only whitespace; give TEXT or -a FILE (nothing was queued)")
+        }
+    }
+
+    static func tooLong(_ size: Int) -> CLIError {
+        CLIError.usage("message is \(size) bytes; the limit is \(Outbox.maxTextBytes) bytes — send long documents as attachments with -a FILE (nothing was queued)")
+    }
+
     /// TEXT words joined by spaces; `-`, or no TEXT with piped stdin, reads stdin.
     static func messageText(_ ctx: Context) throws -> String {
         let words = ctx.args.positionals
         if words == ["-"] || (words.isEmpty && !ctx.term.stdinIsTTY && ctx.args.values("--attach").isEmpty) {
-            let bytes = readAllStandardInput()
-            guard let s = String(validating: bytes, as: UTF8.self) else {
+            let input = readStandardInput(keepingAtMost: Outbox.maxTextBytes)
+            if input.size > Outbox.maxTextBytes { throw tooLong(input.size) }
+            if input.total == 0 {
+                throw CLIError.usage("nothing to send: the input on stdin was empty (give TEXT, pipe a message, or -a FILE)")
+            }
+            guard let s = String(validating: input.bytes, as: UTF8.self) else {
                 throw CLIError.failure("stdin is not UTF-8 text; send binary data as an attachment with -a FILE (nothing was queued)")
             }
             var t = s

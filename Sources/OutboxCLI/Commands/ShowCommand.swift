@@ -10,10 +10,12 @@ enum ShowCommand {
         guard let outbox = try ctx.openForReading() else {
             throw CLIError.failure("no turn \(id): nothing was ever sent from the outbox at \(ctx.settings.directory)")
         }
+        ctx.noteSealedRead(outbox)
         let t = try ctx.resolveTurn(id, in: outbox)
         let history = try outbox.history(t.id)
         if ctx.json {
-            ctx.printJSON(.object(["turn": Render.turnJSON(t), "history": .array(history.map(Render.entryJSON))]))
+            ctx.printJSON(.object(["turn": Render.turnJSON(t), "history": .array(history.map(Render.entryJSON)),
+                                   "sealed": Render.sealJSON(outbox.sealed)]))
             return .ok
         }
         let term = ctx.term
@@ -22,7 +24,7 @@ enum ShowCommand {
         term.out("surface       \(t.surface)")
         term.out("created       \(t.createdAt)")
         term.out("attempts      \(t.attempt)" + (t.nextAttemptAt.map { ", next \(Render.until($0))" } ?? ""))
-        if let e = t.lastError { term.out("last error    \(e)") }
+        if let e = t.lastError { term.out("last error    \(Delivery.peopleWords(e))") }
         if let a = t.engineAnswer { term.out("engine        HTTP \(a.httpStatus) \(a.status)" + (a.replayed ? " (replayed: it already had it)" : "")) }
         for a in t.attachments {
             term.out("attachment    \(a.name) (\(a.type), \(a.size) bytes) sha256 \(a.sha256)")

@@ -1,6 +1,7 @@
 import Foundation
 import OutboxFormat
 import OutboxStore
+import OutboxSync
 
 enum StatusCommand {
     static let command = Command(spec: CommandSpec(name: "status", flags: ["--json"]),
@@ -15,7 +16,10 @@ enum StatusCommand {
         for t in turns { counts[t.state, default: 0] += 1 }
         let queued = turns.filter { $0.state == .queued }
         let oldest = queued.min { $0.enqueuedSeq < $1.enqueuedSeq }
-        let pending = turns.filter(\.isPending)
+        // Turns held behind a turn that needs attention (same conversation, order kept) are not
+        // "next": they go when that turn is retried or cancelled.
+        let heldBehind = DrainPlan.blockedTurns(in: turns)
+        let pending = turns.filter { $0.isPending && heldBehind[$0.id] == nil }
         let nextAttempt: String? = pending.isEmpty ? nil
             : pending.map { $0.nextAttemptAt ?? Timestamp.format(millis: 0) }.min { (Timestamp.parse($0) ?? 0) < (Timestamp.parse($1) ?? 0) }
         let sealed = outbox?.sealed
@@ -41,6 +45,7 @@ enum StatusCommand {
                 } ?? .null,
                 "nextAttemptAt": nextAttempt.map { Timestamp.parse($0) ?? 0 <= now ? .string("now") : .string($0) } ?? .null,
                 "sealed": Render.sealJSON(sealed),
+                "heldBehind": .object(JSONObject(heldBehind.sorted(by: { $0.key < $1.key }).map { ($0.key, JSONValue.string($0.value)) })),
                 "tornTailRepairs": .array(torn.map { .object(["path": .string($0.path), "bytes": .int($0.bytes)]) }),
                 "unrepairedTail": pendingTail == .clean ? .null : .object(["offset": .optional(pendingTail.offset)]),
                 "engine": engine.json,
@@ -53,7 +58,7 @@ enum StatusCommand {
         let term = ctx.term
         term.out(term.styled("outbox", .bold) + " at \(paths.directory)" + (outbox == nil ? " (nothing sent from here yet)" : ""))
         if let outbox {
-            term.out("  log      \(paths.log) (\(bytes(outbox.logSize)), \(outbox.snapshot.recordCount) records, \(outbox.conversations.count) conversations)")
+            term.out("  log      \(paths.log) (\(bytes(outbox.logSize)), \(Render.count(outbox.snapshot.recordCount, "record")), \(Render.count(outbox.conversations.count, "conversation")))")
             term.out("  blobs    \(paths.blobs)")
         }
         let order: [TurnState] = [.queued, .syncing, .synced, .failedNeedsAttention, .cancelled, .retired]
@@ -65,9 +70,12 @@ enum StatusCommand {
             let when = Render.until(nextAttempt, now: now)
             term.out("next try   \(when == "now" ? "now: the next drain sends it" : when)")
         }
+        for (turn, blocker) in heldBehind.sorted(by: { $0.key < $1.key }) {
+            term.out("held       turn \(turn) is held behind turn \(blocker) (same conversation, order kept)")
+        }
         let attention = counts[.failedNeedsAttention] ?? 0
         if attention > 0 {
-            term.out(term.styled("attention  \(attention) turn(s) need a person: see `outbox list --state needs-attention`, then `outbox retry ID`", .yellow))
+            term.out(term.styled("attention  \(Render.count(attention, "turn")) \(Render.verb(attention, "needs", "need")) a person: see `outbox list --state needs-attention`, then `outbox retry ID`", .yellow))
         }
         if let sealed {
             term.out(term.styled("sealed     YES — writes are refused: \(sealed)", .red))

@@ -33,7 +33,7 @@ enum VerifyCommand {
             return code
         }
         let term = ctx.term
-        term.out("\(r.lines) records, \(r.conversations) conversations, \(r.liveTurns) live turns, \(r.blobsChecked) attachments checked")
+        term.out("\(Render.count(r.lines, "record")), \(Render.count(r.conversations, "conversation")), \(Render.count(r.liveTurns, "live turn")), \(Render.count(r.blobsChecked, "attachment")) checked")
         if let s = r.sealed {
             term.err("outbox: sealed: \(s); run `outbox reset` (the damaged log is kept), then `outbox salvage`")
         }
@@ -41,7 +41,7 @@ enum VerifyCommand {
         for m in r.corruptBlobs { term.out("damaged attachment \(m.sha256) of turn \(m.turn) (its bytes do not hash to its name)") }
         if case .clean = r.pendingTail {} else { term.out("an unfinished last line at byte \(r.pendingTail.offset ?? 0); the next write repairs it") }
         if !r.orphanBlobs.isEmpty || !r.tempFiles.isEmpty {
-            term.out("\(r.orphanBlobs.count) unreferenced attachment(s), \(r.tempFiles.count) temp file(s): harmless; `outbox gc` removes them")
+            term.out("\(Render.count(r.orphanBlobs.count, "unreferenced attachment")), \(Render.count(r.tempFiles.count, "temp file")): harmless; `outbox gc` removes them")
         }
         if code == .ok { term.out("healthy") }
         else if code == .failure { term.err("outbox: problems found (see above); affected turns need attention") }
