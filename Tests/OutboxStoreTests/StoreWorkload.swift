@@ -93,8 +93,13 @@ final class WorkloadContext {
 
     func reopen() throws {
         outbox = nil
-        outbox = try Outbox.open(directory: directory, fileSystem: fs)
+        outbox = try Outbox.open(directory: directory, fileSystem: fs, clock: clock)
     }
+
+    /// A clock that advances 1 ms per reading from a fixed start: the same workload makes the
+    /// same calls every run (file stamps included), which the fault matrix's call indexes need.
+    let ticks = Ticks()
+    var clock: @Sendable () -> Int64 { let t = ticks; return { t.next() } }
 
     /// What is acknowledged now that the last step returned.
     func expectation() -> Expectation {
@@ -165,7 +170,7 @@ enum StoreWorkload {
                 try c.fs.close(try c.fs.open(c.directory + "/" + name, [.write, .create, .exclusive, .noFollow], mode: 0o600))
             }
         },
-        WorkloadStep(name: "open (finds the log there)") { c in c.outbox = try Outbox.open(directory: c.directory, fileSystem: c.fs) },
+        WorkloadStep(name: "open (finds the log there)") { c in c.outbox = try Outbox.open(directory: c.directory, fileSystem: c.fs, clock: c.clock) },
         WorkloadStep(name: "create conversation c1") { c in _ = try c.o().createConversation(id: "c1", title: "Trip", originSurface: "cli") },
         WorkloadStep(name: "enqueue t1 (text only)") { c in try send(c, "t1", "first") },
         WorkloadStep(name: "enqueue t2 (unique 1500-byte attachment A)") { c in
@@ -208,7 +213,7 @@ enum StoreWorkload {
         WorkloadStep(name: "reset --force") { c in
             let before = c.expectation()
             c.outbox = nil
-            let report = try Outbox.reset(directory: c.directory, force: true, fileSystem: c.fs)
+            let report = try Outbox.reset(directory: c.directory, force: true, fileSystem: c.fs, clock: c.clock)
             c.damagedLog = report.damagedLog
             for (id, r) in before.turns {
                 if case .main(let p) = r { c.keepsake[id] = .keepsake(p) }
@@ -366,4 +371,10 @@ enum PromiseChecker {
         }
         return out
     }
+}
+
+final class Ticks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: Int64 = 1_795_000_000_000
+    func next() -> Int64 { lock.withLock { now += 1; return now } }
 }
