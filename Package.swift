@@ -20,14 +20,15 @@ let package = Package(
         .target(name: "OutboxFormat"),
         // The outbox directory: journal, blobs, state fold, seal/reset/salvage, compaction.
         .target(name: "OutboxStore", dependencies: ["OutboxIO", "OutboxFormat"]),
-        // Pure: HTTP/1.1 request parsing and response encoding over bytes.
+        // Pure: HTTP/1.1 over bytes: request parsing and response encoding (the engine's side),
+        // response parsing (the client's side).
         .target(name: "HTTPWire"),
         // Wire types shared by the engine and its clients.
         .target(name: "EngineProtocol"),
         // The reference engine: socket server, routes, durable state, responders.
         .target(name: "OutboxEngine", dependencies: ["HTTPWire", "EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
-        // Engine client and the drain.
-        .target(name: "OutboxSync", dependencies: ["EngineProtocol", "OutboxStore", "OutboxIO", "OutboxFormat"]),
+        // Engine client (and its transports) and the drain.
+        .target(name: "OutboxSync", dependencies: ["EngineProtocol", "HTTPWire", "OutboxStore", "OutboxIO", "OutboxFormat"]),
         // `outbox bench`: figures measured in one run against the floor of the same disk.
         .target(name: "OutboxBench", dependencies: ["OutboxStore", "OutboxSync", "OutboxEngine", "EngineProtocol", "OutboxIO", "OutboxFormat"]),
         // Command implementations and rendering; the executable only forwards argv.
@@ -44,7 +45,7 @@ let package = Package(
         .testTarget(name: "OutboxStoreTests", dependencies: ["OutboxStore", "OutboxIO", "OutboxFormat"]),
         .testTarget(name: "HTTPWireTests", dependencies: ["HTTPWire"]),
         .testTarget(name: "OutboxEngineTests", dependencies: ["OutboxEngine", "EngineProtocol", "HTTPWire", "OutboxIO"]),
-        .testTarget(name: "OutboxSyncTests", dependencies: ["OutboxSync", "OutboxStore", "EngineProtocol", "OutboxEngine", "OutboxIO"]),
+        .testTarget(name: "OutboxSyncTests", dependencies: ["OutboxSync", "OutboxStore", "EngineProtocol", "OutboxEngine", "OutboxIO", "HTTPWire"]),
         .testTarget(name: "OutboxCLITests", dependencies: ["OutboxCLI", "OutboxStore"]),
     ]
 )

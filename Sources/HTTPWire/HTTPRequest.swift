@@ -52,12 +52,7 @@ public struct HTTPRequestHead: Sendable, Equatable {
     public var headers: HTTPHeaders
 
     /// HTTP/1.1 keeps the connection unless `Connection: close`; HTTP/1.0 closes unless `keep-alive`.
-    public var keepAlive: Bool {
-        let tokens = headers.values("Connection").flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingSpaces().lowercased() }
-        if minorVersion == 0 { return tokens.contains("keep-alive") }
-        return !tokens.contains("close")
-    }
+    public var keepAlive: Bool { connectionKeepsAlive(headers, minorVersion: minorVersion) }
 }
 
 /// A complete request: head plus the whole body (de-chunked if it was chunked).

@@ -19,11 +19,9 @@ final class EngineConnection: @unchecked Sendable {
         self.url = url; self.token = token; self.embedded = embedded; self.server = server; self.lock = lock
     }
 
-    /// Plain `http://` engines (the embedded one included) go over `SocketTransport`, which
-    /// sleeps while it waits; `https://` ones over URLSession.
+    /// `EngineClient` picks the transport: poll-based sockets for `http://`, URLSession for `https://`.
     func client(timeout: TimeInterval = 15) -> EngineClient {
-        if let t = SocketTransport(baseURL: url, timeout: timeout) { return EngineClient(transport: t, token: token) }
-        return EngineClient(baseURL: url, token: token, timeout: timeout)
+        EngineClient(baseURL: url, token: token, timeout: timeout)
     }
 
     /// Stops an engine this process runs (every acknowledged turn is already on its disk).

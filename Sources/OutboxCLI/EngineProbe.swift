@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import OutboxFormat
 import OutboxSync
 
@@ -69,50 +66,21 @@ struct EngineProbe {
     }
 }
 
-/// A blocking GET with a timeout, for probes.
+/// A blocking GET with a timeout, for probes, over the engine client's transport for the URL.
 enum HTTPGet {
     struct Failure: Error { var message: String }
 
-    private final class Box: @unchecked Sendable {
-        var result: Result<(Int, Data), Failure> = .failure(Failure(message: "no answer"))
-    }
-
     static func get(_ urlString: String, token: String?, timeout: TimeInterval) -> Result<(Int, Data), Failure> {
-        if let t = SocketTransport(baseURL: urlString, timeout: timeout) {
-            let where_ = URL(string: urlString).map { "\($0.host ?? urlString):\($0.port.map(String.init) ?? "")" } ?? urlString
-            do {
-                let r = try t.send(HTTPExchangeRequest(method: "GET", path: "", headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:]))
-                return .success((r.status, Data(r.body)))
-            } catch let e as TransportError {
-                return .failure(Failure(message: "\(where_) \(e.code == -1001 ? "timed out after \(Int(timeout))s" : e.message)"))
-            } catch {
-                return .failure(Failure(message: "\(where_) \(error)"))
-            }
+        let where_ = URL(string: urlString).map { "\($0.host ?? urlString):\($0.port.map(String.init) ?? "")" } ?? urlString
+        let transport = makeEngineTransport(baseURL: urlString, timeout: timeout)
+        do {
+            let r = try transport.send(HTTPExchangeRequest(method: "GET", path: "", headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:]))
+            return .success((r.status, Data(r.body)))
+        } catch let e as TransportError {
+            let why = e.code == -1001 ? "timed out after \(Int(timeout))s" : e.code == -1004 && !(transport is SocketTransport) ? "connection refused" : e.message
+            return .failure(Failure(message: "\(where_) \(why)"))
+        } catch {
+            return .failure(Failure(message: "\(where_) \(error)"))
         }
-        guard let url = URL(string: urlString) else { return .failure(Failure(message: "\(urlString) is not a URL")) }
-        var req = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
-        if let token { req.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let config = URLSessionConfiguration.ephemeral
-        config.timeoutIntervalForRequest = timeout
-        config.timeoutIntervalForResource = timeout
-        let session = URLSession(configuration: config)
-        defer { session.finishTasksAndInvalidate() }
-        let box = Box()
-        let done = DispatchSemaphore(value: 0)
-        session.dataTask(with: req) { data, response, error in
-            if let error {
-                let ns = error as NSError
-                let why = ns.code == NSURLErrorCannotConnectToHost ? "connection refused"
-                    : ns.code == NSURLErrorTimedOut ? "timed out after \(Int(timeout))s" : ns.localizedDescription
-                box.result = .failure(Failure(message: "\(url.host ?? urlString):\(url.port.map(String.init) ?? "") \(why)"))
-            } else if let http = response as? HTTPURLResponse {
-                box.result = .success((http.statusCode, data ?? Data()))
-            }
-            done.signal()
-        }.resume()
-        if done.wait(timeout: .now() + timeout + 1) == .timedOut {
-            return .failure(Failure(message: "no answer within \(Int(timeout))s"))
-        }
-        return box.result
     }
 }

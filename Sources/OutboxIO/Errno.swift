@@ -27,6 +27,10 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
     public static let addressInUse = Errno(rawValue: EADDRINUSE)
     public static let quota = Errno(rawValue: EDQUOT)
     public static let readOnlyFS = Errno(rawValue: EROFS)
+    public static let timedOut = Errno(rawValue: ETIMEDOUT)
+    public static let inProgress = Errno(rawValue: EINPROGRESS)
+    public static let networkUnreachable = Errno(rawValue: ENETUNREACH)
+    public static let hostUnreachable = Errno(rawValue: EHOSTUNREACH)
 
     static var current: Errno { Errno(rawValue: errno) }
 
@@ -54,6 +58,10 @@ public struct Errno: RawRepresentable, Hashable, Sendable, CustomStringConvertib
         case EISDIR: return "EISDIR"
         case EMFILE: return "EMFILE"
         case ENFILE: return "ENFILE"
+        case ETIMEDOUT: return "ETIMEDOUT"
+        case EINPROGRESS: return "EINPROGRESS"
+        case ENETUNREACH: return "ENETUNREACH"
+        case EHOSTUNREACH: return "EHOSTUNREACH"
         default: return "errno \(rawValue)"
         }
     }

@@ -83,12 +83,80 @@ public enum Sockets {
         return sock
     }
 
+    /// Resolves `host` (a name, an IPv4 or an IPv6 literal) and connects to the first of its
+    /// addresses that accepts, all attempts together bounded by `timeoutMilliseconds`.
+    ///
+    /// The socket is non-blocking, close-on-exec, with TCP_NODELAY: for callers that bound every
+    /// wait with `waitReadable`/`waitWritable`; `receive` and `sendSome` on it throw
+    /// `IOError(.again, …)` instead of blocking. Throws `AddressResolutionError` when the name does
+    /// not resolve, `IOError(.timedOut, "connect", …)` when no attempt finished in time, and the
+    /// last attempt's `IOError` otherwise.
+    public static func connect(host: String, port: UInt16, timeoutMilliseconds: Int32) throws -> SocketDescriptor {
+        let where_ = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        var rc: Int32
+        repeat { rc = getaddrinfo(host, String(port), &hints, &list) } while rc == EAI_SYSTEM && errno == EINTR
+        guard rc == 0, let first = list else {
+            let reason = rc == EAI_SYSTEM ? Errno.current.description : String(cString: gai_strerror(rc))
+            throw AddressResolutionError(host: host, reason: reason)
+        }
+        defer { freeaddrinfo(first) }
+        let deadline = monotonicMillis() + Int64(max(0, timeoutMilliseconds))
+        var lastError = IOError(.connectionRefused, "connect", where_)
+        var next: UnsafeMutablePointer<addrinfo>? = first
+        while let a = next {
+            next = a.pointee.ai_next
+            let type = a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+            let fd: Int32
+            do { fd = try retryingInterrupts("socket", where_) { socket(a.pointee.ai_family, type, a.pointee.ai_protocol) } }
+            catch let e as IOError { lastError = e; continue }
+            let sock = SocketDescriptor(raw: fd, address: where_)
+            // A non-blocking connect reports EINPROGRESS (or EINTR) and goes on in the background.
+            var code = Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 ? Errno(rawValue: 0) : Errno.current
+            if code == .inProgress || code == .interrupted {
+                let left = deadline - monotonicMillis()
+                guard try waitWritable(sock, timeoutMilliseconds: Int32(clamping: max(0, left))) else {
+                    Glibc.close(fd)
+                    throw IOError(.timedOut, "connect", where_)
+                }
+                var err: Int32 = 0
+                var len = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+                code = Errno(rawValue: err)
+            }
+            if code.rawValue != 0 {
+                Glibc.close(fd)
+                lastError = IOError(code, "connect", where_)
+                continue
+            }
+            do { try setNoDelay(sock) } catch { Glibc.close(fd); throw error }
+            return sock
+        }
+        throw lastError
+    }
+
     /// Waits until the socket has bytes (or EOF, or an error) to read. False on timeout.
-    /// A negative timeout waits forever.
+    /// A negative timeout waits forever. An interrupted wait resumes with the time left.
     public static func waitReadable(_ sock: SocketDescriptor, timeoutMilliseconds: Int32) throws -> Bool {
-        var pfd = pollfd(fd: sock.raw, events: Int16(POLLIN), revents: 0)
-        let n = try retryingInterrupts("poll", sock.address) { poll(&pfd, 1, timeoutMilliseconds) }
-        return n > 0
+        try pollOne(sock, Int16(POLLIN), timeoutMilliseconds)
+    }
+
+    /// Waits until the socket can take more bytes (or a connect in progress finished, or an
+    /// error is pending). False on timeout. A negative timeout waits forever.
+    public static func waitWritable(_ sock: SocketDescriptor, timeoutMilliseconds: Int32) throws -> Bool {
+        try pollOne(sock, Int16(POLLOUT), timeoutMilliseconds)
+    }
+
+    /// One send(2) with MSG_NOSIGNAL; returns how many bytes it took. On a non-blocking socket whose
+    /// buffer is full it throws `IOError(.again, …)`: wait with `waitWritable`, then send the rest.
+    public static func sendSome(_ sock: SocketDescriptor, _ bytes: ArraySlice<UInt8>) throws -> Int {
+        guard !bytes.isEmpty else { return 0 }
+        return try bytes.withUnsafeBytes { buf in
+            try retryingInterrupts("send", sock.address) { send(sock.raw, buf.baseAddress!, buf.count, Int32(MSG_NOSIGNAL)) }
+        }
     }
 
     /// One recv(2). Returns 0 at end of stream.
@@ -152,6 +220,25 @@ public enum Sockets {
 
     // MARK: - Helpers
 
+    /// poll(2) on one socket. EINTR resumes the wait with the time left, not the whole timeout.
+    private static func pollOne(_ sock: SocketDescriptor, _ events: Int16, _ timeoutMilliseconds: Int32) throws -> Bool {
+        let deadline = timeoutMilliseconds < 0 ? nil : monotonicMillis() + Int64(timeoutMilliseconds)
+        while true {
+            var pfd = pollfd(fd: sock.raw, events: events, revents: 0)
+            let wait = deadline.map { Int32(clamping: max(0, $0 - monotonicMillis())) } ?? -1
+            let n = poll(&pfd, 1, wait)
+            if n >= 0 { return n > 0 }
+            let code = Errno.current
+            if code != .interrupted { throw IOError(code, "poll", sock.address) }
+        }
+    }
+
+    private static func monotonicMillis() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+
     private static func setOption(_ sock: SocketDescriptor, _ level: Int32, _ name: Int32, _ value: Int32, _ what: String) throws {
         var v = value
         _ = try retryingInterrupts(what, sock.address) {
@@ -188,6 +275,15 @@ public enum Sockets {
         let host = buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         return "\(host):\(UInt16(bigEndian: addr.sin_port))"
     }
+}
+
+/// A host name that did not resolve (getaddrinfo reports its own codes, not errno).
+public struct AddressResolutionError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var host: String
+    /// gai_strerror's sentence, e.g. "Name or service not known".
+    public var reason: String
+    public init(host: String, reason: String) { self.host = host; self.reason = reason }
+    public var description: String { "getaddrinfo \(host): \(reason)" }
 }
 
 /// Process-wide signal handling for servers.

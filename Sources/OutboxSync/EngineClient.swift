@@ -73,9 +73,10 @@ public struct EngineClient: Sendable {
         self.transport = transport; self.token = token.trimmingCharacters(in: .whitespacesAndNewlines); self.clock = clock
     }
 
-    /// Convenience: URLSession to `baseURL` (e.g. `http://127.0.0.1:8787`).
+    /// The engine at `baseURL`: `http://` over `SocketTransport` (poll-based, sleeps while it
+    /// waits), `https://` over `URLSessionTransport`.
     public init(baseURL: String, token: String, timeout: TimeInterval = 30) {
-        self.init(transport: URLSessionTransport(baseURL: baseURL, timeout: timeout), token: token)
+        self.init(transport: makeEngineTransport(baseURL: baseURL, timeout: timeout), token: token)
     }
 
     // MARK: routes

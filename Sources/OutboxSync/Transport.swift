@@ -38,7 +38,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(method) \(url): \(message) (NSURLErrorDomain \(code))" }
 }
 
-/// How the drain reaches the engine. `URLSessionTransport` is the real one; tests may wrap it.
+/// How the drain reaches the engine: `SocketTransport` for `http://`, `URLSessionTransport` for
+/// `https://` (`makeEngineTransport` picks); tests may wrap either.
 public protocol EngineTransport: Sendable {
     /// The base URL requests are relative to, for error messages.
     var baseURL: String { get }
@@ -47,7 +48,8 @@ public protocol EngineTransport: Sendable {
 }
 
 /// URLSession (libcurl underneath on Linux) with one session for the drain's lifetime, so
-/// keep-alive connections are reused between requests.
+/// keep-alive connections are reused between requests. Used for `https://` engines; `http://`
+/// ones go over `SocketTransport`, which sleeps while it waits (URLSession on Linux spins).
 ///
 /// Measured limitation (swift-corelibs-foundation 6.3 on Linux): when a reused connection is
 /// reset while a request with a body (POST, PUT) waits for its answer, libcurl wants to rewind
