@@ -204,7 +204,7 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// How much of a log is read at a time when it is loaded whole.
-    static let readChunk = 4 << 20
+    static let readChunk = 1 << 20
 
     /// Records a scan's outcome: how far we trust the file, and what to do with its tail.
     private func absorb(_ scan: LogScan, repair: Bool) throws {
