@@ -9,6 +9,9 @@ extension BenchReport {
         func rate(_ v: Double) -> String { String(format: "%.0f/s", v) }
         var lines: [String] = []
         lines.append("outbox bench\(quick ? " --quick" : "") — \(machine)")
+        #if DEBUG
+        lines.append("(a debug build: CPU-bound figures are several times slower; use `swift run -c release outbox bench`)")
+        #endif
         lines.append("")
         lines.append("1. floor      write + fdatasync, \(floorLineBytes)-byte line   p50 \(us(floorP50))   p99 \(us(floorP99))")
         lines.append("2. enqueue    text turn (\(recordBytes)-byte record)     p50 \(us(enqueueP50))   p99 \(us(enqueueP99))   p50/floor \(x(enqueueRatio))  (target ≤ 1.25×)")

@@ -23,9 +23,9 @@ struct OpenBench {
         var compactedRecordsPerSecond: Double { Double(compactedRecords) / compactedSeconds }
     }
 
-    /// Writes a log of about `records` records: a conversation, then turns that go through
-    /// syncing/synced/reply, every other one retired (dead weight compaction removes).
-    static func writeLog(_ dir: String, records: Int) throws -> Int {
+    /// Writes a log of about `records` records: one conversation, then turns whose records come
+    /// from `turnRecords`, until the count is reached. Returns the records and bytes written.
+    static func writeLog(_ dir: String, records: Int, turnRecords: (String, String) -> [OutboxRecord]) throws -> (records: Int, bytes: Int64) {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var bytes: [UInt8] = []
         var seq: Int64 = 0
@@ -39,39 +39,35 @@ struct OpenBench {
         while seq < Int64(records) {
             let id = "t\(i)"
             add(.turn(id: id, conversation: "bench", text: EnqueueBench.text, attachments: [], surface: "cli", createdAt: at))
-            add(.state(id: id, state: .syncing, attempt: 1, nextAttemptAt: nil, error: nil, answer: nil, reason: nil))
-            add(.state(id: id, state: .synced, attempt: 1, nextAttemptAt: nil, error: nil,
-                       answer: EngineAnswer(httpStatus: 201, status: "received", replayed: false), reason: nil))
-            add(.reply(id: id, status: "answered", text: "echo: " + EnqueueBench.text, error: nil))
-            if i % 2 == 0 { add(.retired(id: id)) }
+            turnRecords(id, at).forEach(add)
             i += 1
         }
         try PosixFileSystem().writeFileDurably(dir + "/turns.jsonl", bytes)
-        return Int(seq)
+        return (Int(seq), Int64(bytes.count))
     }
 
-    /// Writes a log of `records` records that are all live: turns still waiting, each with one
-    /// failed attempt on record (what a long offline stretch leaves behind).
+    /// Turns that went through syncing/synced/reply, every other one retired (dead weight that
+    /// compaction removes).
+    static func writeLog(_ dir: String, records: Int) throws -> Int {
+        try writeLog(dir, records: records) { id, _ in
+            var r: [OutboxRecord] = [
+                .state(id: id, state: .syncing, attempt: 1, nextAttemptAt: nil, error: nil, answer: nil, reason: nil),
+                .state(id: id, state: .synced, attempt: 1, nextAttemptAt: nil, error: nil,
+                       answer: EngineAnswer(httpStatus: 201, status: "received", replayed: false), reason: nil),
+                .reply(id: id, status: "answered", text: "echo: " + EnqueueBench.text, error: nil),
+            ]
+            if (Int(id.dropFirst()) ?? 0) % 2 == 0 { r.append(.retired(id: id)) }
+            return r
+        }.records
+    }
+
+    /// Turns that are all live: still waiting, each with one failed attempt on record (what a
+    /// long offline stretch leaves behind).
     static func writeLiveLog(_ dir: String, records: Int) throws -> Int64 {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        var bytes: [UInt8] = []
-        var seq: Int64 = 0
-        let at = Timestamp.format(millis: 1_795_000_000_000)
-        func add(_ r: OutboxRecord) {
-            seq += 1
-            bytes += LineCodec.encode(seq: seq, type: r.typeName, at: at, fields: r.fields)
-        }
-        add(.conversation(id: "bench", title: "bench", originSurface: "cli", createdAt: at))
-        var i = 0
-        while seq < Int64(records) {
-            let id = "t\(i)"
-            add(.turn(id: id, conversation: "bench", text: EnqueueBench.text, attachments: [], surface: "cli", createdAt: at))
-            add(.state(id: id, state: .syncing, attempt: 1, nextAttemptAt: nil, error: nil, answer: nil, reason: nil))
-            add(.state(id: id, state: .queued, attempt: 1, nextAttemptAt: at, error: "engine unreachable", answer: nil, reason: "retry-later"))
-            i += 1
-        }
-        try PosixFileSystem().writeFileDurably(dir + "/turns.jsonl", bytes)
-        return Int64(bytes.count)
+        try writeLog(dir, records: records) { id, at in
+            [.state(id: id, state: .syncing, attempt: 1, nextAttemptAt: nil, error: nil, answer: nil, reason: nil),
+             .state(id: id, state: .queued, attempt: 1, nextAttemptAt: at, error: "engine unreachable", answer: nil, reason: "retry-later")]
+        }.bytes
     }
 
     /// Peak RSS of a fresh process opening a log of `records` live records, and that log's size.
