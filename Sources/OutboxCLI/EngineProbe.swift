@@ -54,9 +54,9 @@ struct EngineProbe {
                                detail: "health ok in \(ms) ms, but OUTBOX_ENGINE_TOKEN is not set, so it will refuse turns")
         }
         switch HTTPGet.get(url + "/api/stats", token: token, timeout: 2) {
-        case .success(let (200, _)):
+        case .success((200, _)):
             return EngineProbe(url: url, embedded: embedded, reachable: true, detail: "health ok in \(ms) ms, token accepted")
-        case .success(let (401, _)):
+        case .success((401, _)):
             return EngineProbe(url: url, embedded: embedded, reachable: true, detail: "health ok, but it refuses our token (HTTP 401); check OUTBOX_ENGINE_TOKEN")
         case .success(let (status, _)):
             return EngineProbe(url: url, embedded: embedded, reachable: true, detail: "health ok in \(ms) ms (stats answered HTTP \(status))")

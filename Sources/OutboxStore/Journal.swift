@@ -490,7 +490,15 @@ public final class Journal: @unchecked Sendable {
     private func waitForSyncHeld() throws {
         while syncing { cond.wait() }
         if syncedEnd < writtenEnd {
-            try fileSystem.fdatasync(fd)
+            do {
+                try fileSystem.fdatasync(fd)
+            } catch {
+                // Same rule as A4′: records written but not known durable — seal, never retry.
+                let failure = error as? IOError ?? IOError(.io, "fdatasync", path)
+                sealLocked(SealInfo(path: path, line: nil, offset: syncedEnd,
+                                    reason: "fdatasync failed (\(failure.errno)); records after byte \(syncedEnd) may not be on disk, so writes stop here"))
+                throw StoreError.io(failure, context: "cannot make the log durable (the outbox is now sealed)")
+            }
             syncedEnd = writtenEnd
         }
     }

@@ -238,7 +238,7 @@ func sha256Hex(_ bytes: [UInt8]) throws -> String {
     // Independent of the engine's implementation: ask coreutils.
     let dir = TempDir("sha")
     let path = dir.path + "/b"
-    FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
     p.arguments = [path]

@@ -174,3 +174,20 @@ import OutboxIO
         #expect(LogScanner.scan(damaged).corruption == nil)
     }
 }
+
+@Suite struct CompactionFaultTests {
+    /// Before rewriting, a compaction makes sure every record it read (here: appended by
+    /// another process) is durable; if that sync fails it seals (A4′) instead of rewriting.
+    @Test func aFailedSyncBeforeCompactionSealsInsteadOfRewriting() throws {
+        let dir = TempDir()
+        let path = dir.path + "/j.jsonl"
+        let fs = FaultInjectingFileSystem()
+        let (compactor, _) = try Journal.open(path: path, fileSystem: fs)
+        let (other, _) = try Journal.open(path: path)  // another process's view
+        _ = try other.append([.init(type: "x", fields: ["n": 1])])
+        fs.setRule { op, p, _ in op == .fdatasync && p == path ? .fail(.io) : nil }
+        #expect(throws: StoreError.self) { _ = try compactor.rewrite { _ in [] } }
+        #expect(compactor.sealed?.reason.contains("fdatasync failed") == true)
+        #expect(LogScanner.scan(fileBytes(path)).entries.count == 1, "the log was not rewritten")
+    }
+}
