@@ -137,7 +137,7 @@ private struct Parser {
             let b = buf[i]
             if b == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: buf[start..<i])
-                guard let s = String(validating: slice, as: UTF8.self) else {
+                guard let s = UTF8Validation.string(slice) else {
                     throw JSONParseError(offset: start, reason: "invalid UTF-8 in string")
                 }
                 i += 1
@@ -152,7 +152,7 @@ private struct Parser {
         while i < buf.count {
             let b = buf[i]
             if b == UInt8(ascii: "\"") {
-                guard let s = String(validating: bytes, as: UTF8.self) else {
+                guard let s = bytes.withUnsafeBufferPointer({ UTF8Validation.string($0) }) else {
                     throw JSONParseError(offset: start, reason: "invalid UTF-8 in string")
                 }
                 i += 1

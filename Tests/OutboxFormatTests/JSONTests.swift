@@ -88,3 +88,22 @@ import Testing
         }
     }
 }
+
+@Suite struct UTF8ValidationTests {
+    /// Our validator agrees with the standard library on every 1–3 byte sequence, and on the
+    /// classic edge cases of 4-byte ones.
+    @Test func agreesWithTheStandardLibrary() {
+        func both(_ bytes: [UInt8]) {
+            let ours = bytes.withUnsafeBufferPointer { UTF8Validation.isValid($0) }
+            let std = String(validating: bytes, as: UTF8.self) != nil
+            #expect(ours == std, "\(bytes.map { String($0, radix: 16) })")
+        }
+        for a in 0...255 { both([UInt8(a)]) }
+        for a in 0x80...0xFF { for b in 0...255 { both([UInt8(a), UInt8(b)]) } }
+        for a in 0xE0...0xEF { for b in stride(from: 0x70, through: 0xC8, by: 1) { for c in [0x30, 0x80, 0xBF, 0xC0] { both([UInt8(a), UInt8(b), UInt8(c)]) } } }
+        for seq: [UInt8] in [[0xF0, 0x90, 0x80, 0x80], [0xF0, 0x8F, 0xBF, 0xBF], [0xF4, 0x8F, 0xBF, 0xBF], [0xF4, 0x90, 0x80, 0x80],
+                             [0xF5, 0x80, 0x80, 0x80], [0xF0, 0x9F, 0x99, 0x82], [0xF0, 0x9F, 0x99], [0xED, 0xA0, 0x80], [0xC0, 0xAF]] {
+            both(seq)
+        }
+    }
+}
