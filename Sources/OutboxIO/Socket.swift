@@ -69,10 +69,7 @@ public enum Sockets {
             if code == .interrupted {
                 var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
                 _ = poll(&pfd, 1, -1)
-                var err: Int32 = 0
-                var len = socklen_t(MemoryLayout<Int32>.size)
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
-                code = Errno(rawValue: err)
+                code = connectOutcome(fd)
             }
             if code.rawValue != 0 {
                 Glibc.close(fd)
@@ -81,6 +78,14 @@ public enum Sockets {
         }
         do { try setNoDelay(sock) } catch { Glibc.close(fd); throw error }
         return sock
+    }
+
+    /// The outcome of a connect that went on in the background (SO_ERROR; 0 when it succeeded).
+    private static func connectOutcome(_ fd: Int32) -> Errno {
+        var err: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+        return Errno(rawValue: err)
     }
 
     /// Resolves `host` (a name, an IPv4 or an IPv6 literal) and connects to the first of its
@@ -122,10 +127,7 @@ public enum Sockets {
                     Glibc.close(fd)
                     throw IOError(.timedOut, "connect", where_)
                 }
-                var err: Int32 = 0
-                var len = socklen_t(MemoryLayout<Int32>.size)
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
-                code = Errno(rawValue: err)
+                code = connectOutcome(fd)
             }
             if code.rawValue != 0 {
                 Glibc.close(fd)

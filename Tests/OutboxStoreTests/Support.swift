@@ -36,27 +36,6 @@ struct Finished {
     var killed: Bool
 }
 
-/// Runs a process; with `killAfter`, sends SIGKILL after that many microseconds.
-func run(_ path: String, _ args: [String], killAfter: UInt32? = nil) throws -> Finished {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    var killed = false
-    if let killAfter {
-        usleep(killAfter)
-        if p.isRunning { kill(p.processIdentifier, SIGKILL); killed = true }
-    }
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return Finished(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                    stderr: String(decoding: e, as: UTF8.self), killed: killed && p.terminationReason == .uncaughtSignal)
-}
-
 func fileBytes(_ path: String) -> [UInt8] {
     (try? PosixFileSystem().readFile(path)) ?? []
 }
